@@ -1,0 +1,106 @@
+package v1alpha1
+
+// Condition types. Ready, Reconciling and Stalled follow kstatus, so kubectl
+// wait, Flux health checks and Argo CD read a MoveOperation without custom
+// code; the others report one step of the move each.
+const (
+	// ReadyCondition is True once the move is Done, False otherwise.
+	ReadyCondition = "Ready"
+	// ReconcilingCondition is True while the move is making progress; absent
+	// once it has ended.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when the move cannot go on without a human
+	// (bad input, or Failed); absent otherwise.
+	StalledCondition = "Stalled"
+
+	// ValidatedCondition reports the checks of the target, the CRDs and the
+	// objects to move.
+	ValidatedCondition = "Validated"
+	// ControllersRecordedCondition reports that every controller's replica
+	// count is recorded.
+	ControllersRecordedCondition = "ControllersRecorded"
+	// ControllersScaledDownCondition reports that every controller is at zero
+	// in both clusters, with the objects labelled and the webhook bypass in place.
+	ControllersScaledDownCondition = "ControllersScaledDown"
+	// ObjectsCopiedCondition reports the creation of the objects in the target.
+	ObjectsCopiedCondition = "ObjectsCopied"
+	// ObjectsDeletedCondition reports the deletion of the moved objects from the source.
+	ObjectsDeletedCondition = "ObjectsDeleted"
+	// TargetRestoredCondition reports the target's controllers back up, the
+	// bypass removed and the moved objects unlabelled and unpaused.
+	TargetRestoredCondition = "TargetRestored"
+	// SourceRestoredCondition reports the source's controllers back up.
+	SourceRestoredCondition = "SourceRestored"
+	// RolledBackCondition reports the undoing of a move that failed before the
+	// point of no return.
+	RolledBackCondition = "RolledBack"
+)
+
+// Condition reasons, shared by conditions, events, status.failureReason, the
+// README's troubleshooting table and the tests.
+const (
+	// ReasonProgressing: the step is under way.
+	ReasonProgressing = "Progressing"
+	// ReasonSucceeded: the step or the move completed.
+	ReasonSucceeded = "Succeeded"
+	// ReasonWaitingForActiveOperation: another MoveOperation is moving this
+	// source cluster; this one starts when that one has ended.
+	ReasonWaitingForActiveOperation = "WaitingForActiveOperation"
+	// ReasonDryRun: the plan was computed and nothing was written.
+	ReasonDryRun = "DryRunCompleted"
+
+	// ReasonTargetSecretNotFound: the kubeconfig Secret does not exist.
+	ReasonTargetSecretNotFound = "TargetSecretNotFound"
+	// ReasonTargetSecretKeyNotFound: the Secret lacks the kubeconfig key.
+	ReasonTargetSecretKeyNotFound = "TargetSecretKeyNotFound"
+	// ReasonInvalidKubeconfig: the kubeconfig cannot be parsed or uses exec
+	// plugins, auth-provider plugins or file references.
+	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+	// ReasonTargetUnreachable: the target API server does not answer.
+	ReasonTargetUnreachable = "TargetUnreachable"
+	// ReasonTargetIsSource: the kubeconfig points at the source cluster itself.
+	ReasonTargetIsSource = "TargetIsSource"
+	// ReasonNamespaceNotFound: a namespace in spec.namespaces does not exist.
+	ReasonNamespaceNotFound = "NamespaceNotFound"
+	// ReasonInvalidSelector: spec.clusterSelector or spec.controllers.selector
+	// is not a valid label selector.
+	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonCRDMismatch: a CRD to move is missing in the target, or stored at
+	// another version there, or holds objects in more than one stored version.
+	ReasonCRDMismatch = "CRDMismatch"
+	// ReasonProviderMissing: a provider installed in the source is not
+	// installed in the target.
+	ReasonProviderMissing = "ProviderMissing"
+	// ReasonNotProvisioned: a Cluster to move is not fully provisioned.
+	ReasonNotProvisioned = "NotProvisioned"
+	// ReasonClusterPausedByOther: a Cluster to move was already paused by
+	// somebody else.
+	ReasonClusterPausedByOther = "ClusterPausedByOther"
+	// ReasonOrphanedObjects: objects in the move graph have an owner that is
+	// not moved.
+	ReasonOrphanedObjects = "OrphanedObjects"
+	// ReasonTargetConflict: an object to move already exists in the target
+	// and was not created by this operation.
+	ReasonTargetConflict = "TargetConflict"
+	// ReasonBlockMoveTimeout: objects still carry the block-move annotation
+	// when spec.timeouts.blockMove ran out.
+	ReasonBlockMoveTimeout = "BlockMoveTimeout"
+	// ReasonScaleDownTimeout: controller pods were still running when
+	// spec.timeouts.scaleDown ran out.
+	ReasonScaleDownTimeout = "ScaleDownTimeout"
+	// ReasonScaleUpTimeout: restored controllers were not Available when
+	// spec.timeouts.scaleUp ran out.
+	ReasonScaleUpTimeout = "ScaleUpTimeout"
+	// ReasonCopyTimeout: copying made no progress for spec.timeouts.copy.
+	ReasonCopyTimeout = "CopyTimeout"
+	// ReasonUnlabelledObjects: an object appeared in the move graph after
+	// labelling (a controller that ignored the pause created it).
+	ReasonUnlabelledObjects = "UnlabelledObjects"
+	// ReasonDeletedBeforeCompletion: the MoveOperation was deleted before the
+	// point of no return, and the move was rolled back.
+	ReasonDeletedBeforeCompletion = "DeletedBeforeCompletion"
+	// ReasonRollbackFailed: undoing the move hit an error; it is retried.
+	ReasonRollbackFailed = "RollbackFailed"
+	// ReasonFailed: the move failed; failureReason and failureMessage say why.
+	ReasonFailed = "Failed"
+)

@@ -1,0 +1,23 @@
+// Package v1alpha1 holds the MoveOperation API: the custom resource with which
+// a user asks move-operator to move Cluster API management state from the
+// cluster the operator runs in (the source) to another cluster (the target).
+//
+// +kubebuilder:object:generate=true
+// +groupName=move.cluster.x-k8s.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of the MoveOperation API.
+	GroupVersion = schema.GroupVersion{Group: "move.cluster.x-k8s.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the API types with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the API types to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)

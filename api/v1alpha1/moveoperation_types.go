@@ -1,0 +1,410 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and annotations the operator reads or writes on objects in both
+// clusters. They are the operator's only memory outside the MoveOperation
+// status, which is what makes a crashed move resumable.
+const (
+	// OperationLabel marks every object a MoveOperation is moving, with the
+	// operation's UID as value. The admission-webhook bypass matches on it.
+	OperationLabel = "move.cluster.x-k8s.io/operation"
+
+	// OriginalReplicasAnnotation records, on a provider controller Deployment,
+	// the replica count it had before the move scaled it to zero. It is
+	// written only when absent, so a resumed move never records its own zero.
+	OriginalReplicasAnnotation = "move.cluster.x-k8s.io/original-replicas"
+
+	// OriginalObjectSelectorAnnotationPrefix prefixes the annotation, on a
+	// webhook configuration, that saves one webhook's objectSelector before the
+	// bypass is added; the webhook's name completes the key.
+	OriginalObjectSelectorAnnotationPrefix = "move.cluster.x-k8s.io/original-object-selector."
+
+	// PausedByAnnotation records on a Cluster or ClusterClass that this
+	// operator paused it (value: the operation's UID), so that it unpauses only
+	// what it paused and never a pause set by somebody else.
+	PausedByAnnotation = "move.cluster.x-k8s.io/paused-by"
+
+	// MoveOperationFinalizer holds a MoveOperation until a deletion before the
+	// point of no return has rolled back, or a move after it has finished.
+	MoveOperationFinalizer = "move.cluster.x-k8s.io/moveoperation"
+
+	// DefaultKubeconfigSecretKey is the key of the target kubeconfig in its
+	// Secret when none is given: the Cluster API convention.
+	DefaultKubeconfigSecretKey = "value"
+
+	// DefaultControllerLabel selects provider controller Deployments when
+	// spec.controllers.selector is not set: clusterctl labels every provider
+	// component with it.
+	DefaultControllerLabel = "cluster.x-k8s.io/provider"
+)
+
+// MoveOperationSpec is what the user asks for. It is immutable once created: a
+// retry, or a move with other settings, is a new MoveOperation (like a Job).
+type MoveOperationSpec struct {
+	// target is the management cluster to move to.
+	// +required
+	Target TargetSpec `json:"target"`
+
+	// namespaces lists the source namespaces to move. Empty means every
+	// namespace: the whole Cluster API management state.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// clusterSelector, when set, moves only the Clusters whose labels match it,
+	// with everything they own (their hierarchies) and the shared objects they
+	// need. Unset moves every Cluster in the selected namespaces.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// dryRun builds and validates the plan and reports it in status, and
+	// writes nothing to either cluster.
+	// +optional
+	// +kubebuilder:default=false
+	DryRun bool `json:"dryRun,omitempty"`
+
+	// controllers says which Deployments are provider controllers, stopped in
+	// both clusters for the duration of the move.
+	// +optional
+	// +kubebuilder:default={}
+	Controllers ControllersSpec `json:"controllers,omitempty,omitzero"`
+
+	// timeouts bounds how long each wait of the move may take before the move
+	// fails (and, before the point of no return, rolls back).
+	// +optional
+	// +kubebuilder:default={}
+	Timeouts TimeoutsSpec `json:"timeouts,omitempty,omitzero"`
+}
+
+// TargetSpec says how to reach the target management cluster.
+type TargetSpec struct {
+	// kubeconfigSecretRef points at a Secret, in the MoveOperation's own
+	// namespace, that holds a kubeconfig for the target cluster. The
+	// kubeconfig must be self-contained: exec and auth-provider plugins and
+	// references to files are refused.
+	// +required
+	KubeconfigSecretRef SecretKeyReference `json:"kubeconfigSecretRef"`
+}
+
+// SecretKeyReference names one key of a Secret in the MoveOperation's namespace.
+type SecretKeyReference struct {
+	// name of the Secret, in the MoveOperation's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Secret name: lower case letters, digits, '-' and '.', starting and ending with a letter or digit"
+	Name string `json:"name"`
+
+	// key of the kubeconfig in the Secret's data. Defaults to "value", the
+	// key Cluster API uses for the kubeconfig Secrets it writes.
+	// +optional
+	// +kubebuilder:default=value
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="must be a Secret data key: letters, digits, '-', '_' and '.'"
+	Key string `json:"key,omitempty"`
+}
+
+// ControllersSpec selects the provider controller Deployments to stop.
+type ControllersSpec struct {
+	// selector matches the labels of the provider controller Deployments, in
+	// every namespace of both clusters. Defaults to every Deployment labelled
+	// cluster.x-k8s.io/provider (as clusterctl installs them). The operator's
+	// own Deployment is never selected.
+	// +optional
+	// +kubebuilder:default={matchExpressions: {{key: "cluster.x-k8s.io/provider", operator: "Exists"}}}
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// fallbackReplicas is the replica count a controller is restored to when
+	// no original count was recorded for it (its annotation was lost).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	FallbackReplicas *int32 `json:"fallbackReplicas,omitempty"`
+}
+
+// TimeoutsSpec bounds the waits of a move. Each is a Go duration such as
+// "90s", "5m" or "1h30m", and must be positive.
+type TimeoutsSpec struct {
+	// scaleDown bounds the wait for every controller pod in both clusters to
+	// be gone after scaling to zero.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 90s, 5m or 1h"
+	ScaleDown *metav1.Duration `json:"scaleDown,omitempty"`
+
+	// scaleUp bounds the wait for restored controllers to become Available.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 90s, 5m or 1h"
+	ScaleUp *metav1.Duration `json:"scaleUp,omitempty"`
+
+	// blockMove bounds the wait for every object to drop the
+	// clusterctl.cluster.x-k8s.io/block-move annotation that providers set
+	// while they finish work that must not be interrupted.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 90s, 5m or 1h"
+	BlockMove *metav1.Duration `json:"blockMove,omitempty"`
+
+	// copy bounds how long copying may go without progress (for example while
+	// the target API server is unreachable) before the move rolls back.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 90s, 5m or 1h"
+	Copy *metav1.Duration `json:"copy,omitempty"`
+}
+
+// MovePhase is a step of the move's state machine.
+// +kubebuilder:validation:Enum=Pending;Validating;Recording;ScalingDown;Copying;Deleting;RestoringTarget;RestoringSource;Done;RollingBack;Failed
+type MovePhase string
+
+// The phases, in the order a successful move passes through them, then the
+// two of a failed one. Deleting is the point of no return: a failure before it
+// rolls back, a failure after it is retried until the move completes.
+const (
+	// PhasePending: accepted, waiting to start (for example behind another
+	// active MoveOperation of the same source cluster).
+	PhasePending MovePhase = "Pending"
+	// PhaseValidating: checks the target, the CRDs and the objects; writes nothing.
+	PhaseValidating MovePhase = "Validating"
+	// PhaseRecording: records each controller Deployment's replica count.
+	PhaseRecording MovePhase = "Recording"
+	// PhaseScalingDown: pauses Clusters, labels the objects to move, installs
+	// the webhook bypass and scales every controller to zero in both clusters.
+	PhaseScalingDown MovePhase = "ScalingDown"
+	// PhaseCopying: creates the objects in the target, group by group.
+	PhaseCopying MovePhase = "Copying"
+	// PhaseDeleting: deletes the moved objects from the source (point of no return).
+	PhaseDeleting MovePhase = "Deleting"
+	// PhaseRestoringTarget: restarts the target's controllers, removes the
+	// bypass and unpauses the moved Clusters.
+	PhaseRestoringTarget MovePhase = "RestoringTarget"
+	// PhaseRestoringSource: restarts the source's controllers.
+	PhaseRestoringSource MovePhase = "RestoringSource"
+	// PhaseDone: the move completed.
+	PhaseDone MovePhase = "Done"
+	// PhaseRollingBack: undoes a move that failed before the point of no return.
+	PhaseRollingBack MovePhase = "RollingBack"
+	// PhaseFailed: the move failed and both clusters are as they were before it.
+	PhaseFailed MovePhase = "Failed"
+)
+
+// Phases lists every phase, in state-machine order.
+var Phases = []MovePhase{
+	PhasePending, PhaseValidating, PhaseRecording, PhaseScalingDown, PhaseCopying,
+	PhaseDeleting, PhaseRestoringTarget, PhaseRestoringSource, PhaseDone,
+	PhaseRollingBack, PhaseFailed,
+}
+
+// IsTerminal reports whether a MoveOperation in this phase will not change again.
+func (p MovePhase) IsTerminal() bool { return p == PhaseDone || p == PhaseFailed }
+
+// ClusterRole says which of the two clusters of a move an entry is about.
+// +kubebuilder:validation:Enum=Source;Target
+type ClusterRole string
+
+const (
+	// ClusterSource is the cluster the operator runs in, moved from.
+	ClusterSource ClusterRole = "Source"
+	// ClusterTarget is the cluster moved to.
+	ClusterTarget ClusterRole = "Target"
+)
+
+// MoveOperationStatus is what the operator observed and did.
+type MoveOperationStatus struct {
+	// phase is the step of the move in progress, or how it ended.
+	// +optional
+	Phase MovePhase `json:"phase,omitempty"`
+
+	// observedGeneration is the generation of the spec last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions follow the Kubernetes status conventions (kstatus): Ready is
+	// True once the move is Done; Reconciling is True while it progresses;
+	// Stalled is True when it cannot go on without a human. Per-step
+	// conditions (Validated, ControllersScaledDown, ObjectsCopied, ...) say
+	// how each step went.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// startTime is when the operator started working on this move.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the move reached Done or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// phaseTransitions lists when the move entered each phase it went
+	// through, oldest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	PhaseTransitions []PhaseTransition `json:"phaseTransitions,omitempty"`
+
+	// controllers are the provider controller Deployments stopped for the
+	// move, with the replica counts they are restored to.
+	// +optional
+	// +listType=atomic
+	Controllers []RecordedController `json:"controllers,omitempty"`
+
+	// plan is what the move copies and deletes, computed in Validating.
+	// +optional
+	Plan *MovePlan `json:"plan,omitempty"`
+
+	// progress counts the objects copied and deleted so far.
+	// +optional
+	Progress *MoveProgress `json:"progress,omitempty"`
+
+	// failureReason is a machine-readable word for why the move failed, one
+	// of the reasons the README's troubleshooting section explains.
+	// +optional
+	FailureReason string `json:"failureReason,omitempty"`
+
+	// failureMessage says, for a human, what went wrong and what to do.
+	// +optional
+	FailureMessage string `json:"failureMessage,omitempty"`
+}
+
+// PhaseTransition records when a move entered a phase.
+type PhaseTransition struct {
+	// phase entered.
+	// +required
+	Phase MovePhase `json:"phase"`
+	// time the phase was entered.
+	// +required
+	Time metav1.Time `json:"time"`
+}
+
+// RecordedController is a provider controller Deployment stopped for the move.
+type RecordedController struct {
+	// cluster the Deployment runs in: Source or Target.
+	// +required
+	Cluster ClusterRole `json:"cluster"`
+	// namespace of the Deployment.
+	// +required
+	Namespace string `json:"namespace"`
+	// name of the Deployment.
+	// +required
+	Name string `json:"name"`
+	// originalReplicas is the replica count the Deployment had before the
+	// move, and is restored to after it.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	OriginalReplicas int32 `json:"originalReplicas"`
+}
+
+// MovePlan summarises what a move copies and deletes.
+type MovePlan struct {
+	// objects is how many objects the move copies to the target.
+	// +optional
+	Objects int32 `json:"objects"`
+	// groups is how many creation groups the objects fall into: an object is
+	// created only after every object that owns it.
+	// +optional
+	Groups int32 `json:"groups"`
+	// kinds counts the objects to move per kind.
+	// +optional
+	// +listType=atomic
+	Kinds []KindCount `json:"kinds,omitempty"`
+	// warnings are things the user should know that do not stop the move,
+	// for example webhooks given by URL that cannot be bypassed, or global
+	// objects that are copied but not deleted.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// KindCount is how many objects of one kind a move takes.
+type KindCount struct {
+	// kind of the objects, qualified by API group (for example
+	// "Cluster.cluster.x-k8s.io"; core kinds such as "Secret" stand alone).
+	// +required
+	Kind string `json:"kind"`
+	// count of objects of that kind.
+	// +required
+	Count int32 `json:"count"`
+}
+
+// MoveProgress counts what the move has done so far. It is written after each
+// creation or deletion group, not after each object.
+type MoveProgress struct {
+	// total is the number of objects the move copies.
+	// +optional
+	Total int32 `json:"total"`
+	// copied is the number of objects present in the target.
+	// +optional
+	Copied int32 `json:"copied"`
+	// deleted is the number of objects removed from the source.
+	// +optional
+	Deleted int32 `json:"deleted"`
+	// summary is the progress of the current step as "done/total", the
+	// Progress column of kubectl get moveoperations.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+}
+
+// MoveOperation moves Cluster API management state from the cluster the
+// operator runs in to a target cluster, with every provider controller stopped
+// in both clusters for the duration of the move.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mo,categories=cluster-api
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="The step of the move in progress, or how it ended"
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kubeconfigSecretRef.name`,description="The Secret holding the target cluster's kubeconfig"
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress.summary`,description="Objects done out of the step's total"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MoveOperation struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the move asked for. It cannot be changed once created.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
+	Spec MoveOperationSpec `json:"spec"`
+
+	// status is what the operator observed and did.
+	// +optional
+	Status MoveOperationStatus `json:"status,omitempty,omitzero"`
+}
+
+// MoveOperationList is a list of MoveOperations.
+//
+// +kubebuilder:object:root=true
+type MoveOperationList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the MoveOperations.
+	Items []MoveOperation `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MoveOperation{}, &MoveOperationList{})
+}
