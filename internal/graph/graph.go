@@ -1,0 +1,330 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// clusterSecretPurposes are the suffixes of the Secrets Cluster API writes
+// for a Cluster, named "<cluster>-<purpose>". A Secret so named without any
+// ownerReference (user-provided certificates, for example) belongs to its
+// Cluster by that convention alone.
+var clusterSecretPurposes = []string{"kubeconfig", "ca", "etcd", "sa", "proxy", "apiserver-etcd-client"}
+
+// Graph holds the objects of the kinds a move considers, and the ownership
+// between them. Build it with New and Add (or Discover), then call Plan.
+type Graph struct {
+	types *Types
+	// namespaces is the scope of the move; nil means every namespace.
+	namespaces map[string]bool
+	// listedAll and listedIn record which kinds were listed in which
+	// namespaces beyond the scope, so that an owner reference to an object
+	// that should have been seen but was not is known to be dangling.
+	listedAll map[schema.GroupKind]bool
+	listedIn  map[schema.GroupKind]map[string]bool
+
+	nodes map[types.UID]*node
+	// warnings found while reading the objects, for the plan.
+	warnings []string
+	// linkWarnings are found by link, and replaced on every link.
+	linkWarnings []string
+}
+
+type node struct {
+	ref ObjectRef
+	// observed is false for a virtual node: an owner known only from an
+	// ownerReference, whose object was not read.
+	observed bool
+	typ      *Type
+	facts
+
+	// Computed by link from the facts of every node.
+	owners     []*node // hard owners, in ownerReference order
+	softOwners []*node // owners by naming convention or by reference
+	children   []*node // hard and soft dependents
+	tenants    []*node // hierarchy roots whose hierarchy holds this node
+	visited    int     // stamp for walks, to avoid allocating a set per walk
+}
+
+func (n *node) global() bool { return n.observed && n.typ != nil && !n.typ.Namespaced }
+
+func (n *node) isRoot() bool {
+	return n.observed && n.typ != nil && (n.typ.MoveHierarchy || n.hierarchyLabel)
+}
+
+func (n *node) isCluster() bool { return n.ref.GroupKind() == ClusterGroupKind }
+
+// New returns an empty graph for a move of the given namespaces (none means
+// every namespace) over the given types.
+func New(ts *Types, namespaces []string) *Graph {
+	g := &Graph{
+		types:     ts,
+		listedAll: map[schema.GroupKind]bool{},
+		listedIn:  map[schema.GroupKind]map[string]bool{},
+		nodes:     map[types.UID]*node{},
+	}
+	if len(namespaces) > 0 {
+		g.namespaces = map[string]bool{}
+		for _, ns := range namespaces {
+			g.namespaces[ns] = true
+		}
+	}
+	return g
+}
+
+// Types returns the kinds the graph considers.
+func (g *Graph) Types() *Types { return g.types }
+
+// Namespaces returns the namespaces the move is scoped to, sorted; nil means
+// every namespace.
+func (g *Graph) Namespaces() []string {
+	if g.namespaces == nil {
+		return nil
+	}
+	ns := make([]string, 0, len(g.namespaces))
+	for n := range g.namespaces {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// Len returns how many objects the graph holds (not counting owners known
+// only by reference).
+func (g *Graph) Len() int {
+	n := 0
+	for _, nd := range g.nodes {
+		if nd.observed {
+			n++
+		}
+	}
+	return n
+}
+
+// Add records an object of a known kind: its identity (at the kind's storage
+// version), its owner references and the labels, annotations and spec
+// fields the rules read. Nothing else of the object is kept. Adding an object
+// again replaces what was recorded.
+func (g *Graph) Add(obj client.Object) error {
+	gvk, err := gvkOf(obj)
+	if err != nil {
+		return err
+	}
+	typ, ok := g.types.Lookup(gvk.GroupKind())
+	if !ok {
+		return fmt.Errorf("adding %s %s/%s to the move graph: not a kind that moves", KindString(gvk.GroupKind()), obj.GetNamespace(), obj.GetName())
+	}
+	if obj.GetUID() == "" {
+		return fmt.Errorf("adding %s %s/%s to the move graph: object has no UID", KindString(gvk.GroupKind()), obj.GetNamespace(), obj.GetName())
+	}
+	g.nodes[obj.GetUID()] = &node{
+		ref:      refOf(obj, typ.GVK),
+		observed: true,
+		typ:      typ,
+		facts:    factsOf(obj, typ.GVK.GroupKind()),
+	}
+	return nil
+}
+
+// MarkListed records that every object of a kind in a namespace ("" for
+// every namespace) was read, beyond the move's own namespaces, so that an
+// owner reference into it that matches no object is known to be dangling.
+func (g *Graph) MarkListed(gk schema.GroupKind, namespace string) {
+	if namespace == "" {
+		g.listedAll[gk] = true
+		return
+	}
+	if g.listedIn[gk] == nil {
+		g.listedIn[gk] = map[string]bool{}
+	}
+	g.listedIn[gk][namespace] = true
+}
+
+func (g *Graph) warn(format string, args ...any) {
+	g.warnings = append(g.warnings, fmt.Sprintf(format, args...))
+}
+
+func (g *Graph) linkWarn(format string, args ...any) {
+	g.linkWarnings = append(g.linkWarnings, fmt.Sprintf(format, args...))
+}
+
+// inScope reports whether an object is inside the namespaces being moved.
+// Global objects are in every scope.
+func (g *Graph) inScope(n *node) bool {
+	return n.global() || g.namespaces == nil || g.namespaces[n.ref.Namespace]
+}
+
+// listed reports whether every object of a kind in a namespace was read.
+func (g *Graph) listed(gk schema.GroupKind, namespace string) bool {
+	typ, ok := g.types.Lookup(gk)
+	if !ok {
+		return false
+	}
+	if !typ.Namespaced || g.namespaces == nil || g.listedAll[gk] {
+		return true
+	}
+	return g.namespaces[namespace] || g.listedIn[gk][namespace]
+}
+
+// sortedNodes returns every node in a deterministic order, so that plans,
+// messages and warnings come out the same on every run.
+func (g *Graph) sortedNodes() []*node {
+	nodes := make([]*node, 0, len(g.nodes))
+	for _, n := range g.nodes {
+		nodes = append(nodes, n)
+	}
+	slices.SortFunc(nodes, func(a, b *node) int { return compareRefs(a.ref, b.ref) })
+	return nodes
+}
+
+// link computes the edges of the graph from the recorded facts: owner
+// references (adding a virtual node for each owner that was not read), then
+// soft ownership, then each node's hierarchy roots. It runs after every Add,
+// so the order objects were read in never matters.
+func (g *Graph) link() []*node {
+	// Drop the virtual nodes, edges and warnings of a previous link.
+	g.linkWarnings = nil
+	for uid, n := range g.nodes {
+		if !n.observed {
+			delete(g.nodes, uid)
+			continue
+		}
+		n.owners, n.softOwners, n.children, n.tenants, n.visited = nil, nil, nil, nil, 0
+	}
+
+	byKey := map[objectKey]*node{}
+	for _, n := range g.nodes {
+		byKey[objectKey{gk: n.ref.GroupKind(), namespace: n.ref.Namespace, name: n.ref.Name}] = n
+	}
+
+	// Owner references. The owner of a namespaced object is in the same
+	// namespace unless its kind is cluster-scoped.
+	observed := make([]*node, 0, len(g.nodes))
+	for _, n := range g.nodes {
+		observed = append(observed, n)
+	}
+	for _, n := range observed {
+		for _, ref := range n.facts.owners {
+			owner, ok := g.nodes[ref.uid]
+			if !ok {
+				gk := ref.groupKind()
+				namespace := n.ref.Namespace
+				if typ, known := g.types.Lookup(gk); known && !typ.Namespaced {
+					namespace = ""
+				}
+				gvk := gk.WithVersion("")
+				if typ, known := g.types.Lookup(gk); known {
+					gvk = typ.GVK
+				}
+				owner = &node{ref: ObjectRef{GVK: gvk, Namespace: namespace, Name: ref.name, UID: ref.uid}}
+				g.nodes[ref.uid] = owner
+			}
+			if !slices.Contains(n.owners, owner) {
+				n.owners = append(n.owners, owner)
+			}
+		}
+	}
+
+	nodes := g.sortedNodes()
+	addSoftOwner := func(n, owner *node) {
+		if n != owner && !slices.Contains(n.softOwners, owner) {
+			n.softOwners = append(n.softOwners, owner)
+		}
+	}
+	for _, n := range nodes {
+		if !n.observed {
+			continue
+		}
+		switch n.ref.GroupKind() {
+		case SecretGroupKind:
+			// A Secret with an owner reference belongs to its owner; only
+			// user-provided Secrets need the naming convention.
+			if len(n.facts.owners) > 0 {
+				continue
+			}
+			for _, purpose := range clusterSecretPurposes {
+				// Match whole suffixes against Clusters that exist, so that
+				// "<cluster>-apiserver-etcd-client" is never read as a
+				// "client" Secret of a Cluster "<cluster>-apiserver-etcd".
+				clusterName, ok := strings.CutSuffix(n.ref.Name, "-"+purpose)
+				if !ok || clusterName == "" {
+					continue
+				}
+				if cluster, ok := byKey[objectKey{gk: ClusterGroupKind, namespace: n.ref.Namespace, name: clusterName}]; ok {
+					addSoftOwner(n, cluster)
+				}
+			}
+		case ClusterGroupKind:
+			if n.classRef == nil {
+				continue
+			}
+			if class, ok := byKey[*n.classRef]; ok {
+				addSoftOwner(n, class)
+			} else {
+				g.linkWarn("%s uses %s, which does not exist", n.ref, n.classRef)
+			}
+		case ClusterResourceSetBindingGroupKind:
+			if n.bindingCluster == "" {
+				continue
+			}
+			if cluster, ok := byKey[objectKey{gk: ClusterGroupKind, namespace: n.ref.Namespace, name: n.bindingCluster}]; ok {
+				addSoftOwner(n, cluster)
+			}
+		case ClusterClassGroupKind:
+			// A ClusterClass needs its templates wherever they are: they move
+			// with it even when the ClusterClass controller has not (yet)
+			// made itself their owner.
+			for _, key := range n.templateRefs {
+				if template, ok := byKey[key]; ok {
+					addSoftOwner(template, n)
+				} else if _, known := g.types.Lookup(key.gk); !known {
+					g.linkWarn("%s references %s, which is not a kind that moves", n.ref, key)
+				} else if g.listed(key.gk, key.namespace) {
+					g.linkWarn("%s references %s, which does not exist", n.ref, key)
+				}
+			}
+		}
+	}
+
+	for _, n := range nodes {
+		for _, owner := range n.owners {
+			owner.children = append(owner.children, n)
+		}
+		for _, owner := range n.softOwners {
+			owner.children = append(owner.children, n)
+		}
+	}
+
+	// Each root's hierarchy: everything reachable from it through its
+	// dependents. The stamp stops the walk on ownership cycles, which the
+	// API server does not reject.
+	stamp := 0
+	for _, root := range nodes {
+		if !root.isRoot() {
+			continue
+		}
+		stamp++
+		stack := []*node{root}
+		root.visited = stamp
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			n.tenants = append(n.tenants, root)
+			for _, child := range n.children {
+				if child.visited != stamp {
+					child.visited = stamp
+					stack = append(stack, child)
+				}
+			}
+		}
+	}
+	for _, n := range nodes {
+		n.visited = 0
+	}
+	return nodes
+}

@@ -1,0 +1,701 @@
+package graph
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Selection says which of the graph's objects a move takes, beyond the
+// namespaces the graph was built for.
+type Selection struct {
+	// ClusterSelector, when not nil, moves only the Clusters in scope whose
+	// labels match, with their hierarchies and the shared objects they need
+	// (their ClusterClass and its templates, the ClusterResourceSets bound to
+	// them). Shared objects still needed by Clusters that stay are copied
+	// but not deleted. Nil moves every Cluster in scope.
+	ClusterSelector labels.Selector
+
+	// PinnedTo, when set to a MoveOperation UID, makes the moved set exactly
+	// the objects labelled with that operation, instead of what the rules
+	// select. A resumed move uses it once it has labelled the graph: the
+	// labels, not the rules evaluated again over a half-moved source, say
+	// what this move takes. The rules still run, to report the objects they
+	// would move that lack the label (see Plan.Unlabelled).
+	PinnedTo string
+}
+
+// Object is one object the move copies.
+type Object struct {
+	ObjectRef
+	// Group is the index of the creation group the object belongs to: it is
+	// created after every object it depends on, which are in earlier groups
+	// (or, for members of an ownership cycle, in the same one).
+	Group int
+	// Global is true for cluster-scoped objects.
+	Global bool
+	// Delete is true when the object is deleted from the source once copied.
+	// It is false for global objects, for the hierarchy of a global object,
+	// for objects outside the moved namespaces, and for shared objects that
+	// something staying in the source still needs.
+	Delete bool
+	// KeepReason says why Delete is false, for the plan and the logs.
+	KeepReason string
+
+	// What the object carried when it was read.
+
+	// OperationLabel is the value of the operation label, if any.
+	OperationLabel string
+	// Paused is true for a Cluster (spec.paused or the paused annotation) or
+	// ClusterClass (the paused annotation) that is paused.
+	Paused bool
+	// PausedBy is the value of the paused-by annotation: the operation that
+	// paused it, if one did.
+	PausedBy string
+	// BlockMove is true while the object carries the block-move annotation.
+	BlockMove bool
+	// Deleting is true when the object has a deletionTimestamp.
+	Deleting bool
+}
+
+// ExclusionReason says why an object of the graph does not move.
+type ExclusionReason string
+
+const (
+	// ExcludedNotInHierarchy: nothing that moves owns the object, and nothing
+	// forces it to move. Most Secrets and ConfigMaps of a namespace are so.
+	ExcludedNotInHierarchy ExclusionReason = "NotInHierarchy"
+	// ExcludedNotSelected: the object is, or belongs to, a Cluster that the
+	// cluster selector leaves out, or it is a shared object no selected
+	// Cluster uses.
+	ExcludedNotSelected ExclusionReason = "NotSelected"
+	// ExcludedOwnerNotMoved: the object is in a hierarchy that moves, but one
+	// of its owners does not move. clusterctl drops such objects silently
+	// (and the source's garbage collector then deletes them with their
+	// moved owner); a move refuses to start while any is left.
+	ExcludedOwnerNotMoved ExclusionReason = "OwnerNotMoved"
+)
+
+// Exclusion is an object of the graph that the move does not take.
+type Exclusion struct {
+	ObjectRef
+	Reason ExclusionReason
+	// Message says why, naming the objects involved.
+	Message string
+	// Blocking is true when the move must not start while this object is
+	// left behind: see Plan.Validate.
+	Blocking bool
+}
+
+// Plan is what a move copies, in which order, and what it leaves behind.
+// It is deterministic: the same objects always give the same plan.
+type Plan struct {
+	// Groups are the creation groups, in creation order; deletion goes in
+	// the reverse order. Objects in a group are sorted by kind, namespace
+	// and name, and can be created in parallel.
+	Groups [][]*Object
+	// Excluded lists every object in scope that does not move, with why.
+	Excluded []Exclusion
+	// Warnings are what the user should know that does not stop the move.
+	Warnings []string
+
+	types      *Types
+	byUID      map[types.UID]*Object
+	unlabelled []ObjectRef
+	pinnedTo   string
+}
+
+// Plan selects the objects to move and orders them. See the package
+// documentation for the rules.
+func (g *Graph) Plan(sel Selection) *Plan {
+	nodes := g.link()
+	s := newSelector(g, nodes, sel)
+	s.selectRoots()
+	s.applyRules()
+	s.block()
+	s.pin()
+	s.keep()
+	return s.plan()
+}
+
+// selector holds the state of one Plan computation.
+type selector struct {
+	g     *Graph
+	nodes []*node
+	sel   Selection
+
+	selectedClusters map[*node]bool // Clusters whose hierarchies move
+	activeRoots      map[*node]bool // other roots whose hierarchies move
+	ruleMove         map[*node]bool // the rules move it (before blocking)
+	blocked          map[*node]string
+	moved            map[*node]bool
+	kept             map[*node]string
+	warnings         []string
+}
+
+func newSelector(g *Graph, nodes []*node, sel Selection) *selector {
+	return &selector{
+		g: g, nodes: nodes, sel: sel,
+		selectedClusters: map[*node]bool{},
+		activeRoots:      map[*node]bool{},
+		ruleMove:         map[*node]bool{},
+		blocked:          map[*node]string{},
+		moved:            map[*node]bool{},
+		kept:             map[*node]string{},
+	}
+}
+
+func (s *selector) warn(format string, args ...any) {
+	s.warnings = append(s.warnings, fmt.Sprintf(format, args...))
+}
+
+// selectRoots decides which hierarchies move. A Cluster's moves when it is in
+// scope and matches the selector. Any other root's (ClusterClass,
+// ClusterResourceSet, objects labelled move-hierarchy) moves when it is
+// global, or in scope and no selector narrows the move, or when it is an
+// ancestor of something a selected Cluster's hierarchy holds: the ClusterClass
+// a selected Cluster uses moves even from another namespace.
+func (s *selector) selectRoots() {
+	for _, n := range s.nodes {
+		if n.observed && n.isCluster() && s.g.inScope(n) &&
+			(s.sel.ClusterSelector == nil || s.sel.ClusterSelector.Matches(labels.Set(n.labels))) {
+			s.selectedClusters[n] = true
+		}
+	}
+
+	// Ancestors of the selected Clusters' hierarchies.
+	used := map[*node]bool{}
+	var stack []*node
+	for _, n := range s.nodes {
+		if s.anyTenant(n, s.selectedClusters) {
+			used[n] = true
+			stack = append(stack, n)
+		}
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, owner := range slices.Concat(n.owners, n.softOwners) {
+			if owner.observed && !used[owner] {
+				used[owner] = true
+				stack = append(stack, owner)
+			}
+		}
+	}
+
+	for _, n := range s.nodes {
+		if !n.isRoot() || n.isCluster() {
+			continue
+		}
+		if n.global() || used[n] || n.moveLabel || (s.sel.ClusterSelector == nil && s.g.inScope(n)) {
+			s.activeRoots[n] = true
+		}
+	}
+}
+
+func (s *selector) anyTenant(n *node, set map[*node]bool) bool {
+	for _, t := range n.tenants {
+		if set[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// inUnselectedCluster reports whether a node belongs to the hierarchy of a
+// Cluster that does not move.
+func (s *selector) inUnselectedCluster(n *node) bool {
+	for _, t := range n.tenants {
+		if t.isCluster() && !s.selectedClusters[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// forced reports whether an object moves on its own, outside any hierarchy:
+// the move label on the object or on its CRD.
+func forced(n *node) bool {
+	return n.observed && !n.isRoot() && (n.moveLabel || (n.typ != nil && n.typ.Move))
+}
+
+// belongsToHierarchy reports whether the rules would move an object if no
+// namespace or selector narrowed the move.
+func belongsToHierarchy(n *node) bool {
+	return n.observed && (len(n.tenants) > 0 || forced(n))
+}
+
+// applyRules computes which objects the rules move, before blocking.
+func (s *selector) applyRules() {
+	for _, n := range s.nodes {
+		switch {
+		case !n.observed:
+		case n.isCluster():
+			s.ruleMove[n] = s.selectedClusters[n]
+		case s.anyTenant(n, s.selectedClusters):
+			s.ruleMove[n] = true
+		case s.inUnselectedCluster(n):
+		case s.anyTenant(n, s.activeRoots):
+			s.ruleMove[n] = true
+		case forced(n) && s.g.inScope(n):
+			s.ruleMove[n] = true
+		}
+	}
+}
+
+// block finds the objects the rules would move but that cannot move because
+// an owner does not: an owner of a kind that does not move, or an owner that
+// nothing moves (not even without a selector). They stay in the source, and
+// so does everything below them. An owner left out only by the namespace
+// scope or the cluster selector does not block: the object is shared, copied
+// without that owner and kept in the source. Global objects and objects
+// outside the scope never block either: they are never deleted, so copying
+// them without the owner loses nothing.
+func (s *selector) block() {
+	for changed := true; changed; {
+		changed = false
+		for _, n := range s.nodes {
+			if !s.ruleMove[n] || s.blocked[n] != "" || n.global() || !s.g.inScope(n) {
+				continue
+			}
+			if reason := s.blockReason(n); reason != "" {
+				s.blocked[n] = reason
+				changed = true
+			}
+		}
+	}
+	for _, n := range s.nodes {
+		s.moved[n] = s.ruleMove[n] && s.blocked[n] == ""
+	}
+}
+
+func (s *selector) blockReason(n *node) string {
+	for _, owner := range n.owners {
+		switch {
+		case !owner.observed:
+			if _, known := s.g.types.Lookup(owner.ref.GroupKind()); !known {
+				return fmt.Sprintf("its owner %s is of a kind that does not move", owner.ref)
+			}
+			if !s.g.listed(owner.ref.GroupKind(), owner.ref.Namespace) {
+				return fmt.Sprintf("its owner %s was not read (outside the moved namespaces)", owner.ref)
+			}
+			// Dangling: the owner does not exist; the reference is dropped.
+		case s.blocked[owner] != "":
+			return fmt.Sprintf("its owner %s cannot move", owner.ref)
+		case s.ruleMove[owner]:
+		case !belongsToHierarchy(owner):
+			return fmt.Sprintf("its owner %s does not move: nothing that moves owns it (label it %s to move it)", owner.ref, MoveLabel)
+		}
+	}
+	for _, owner := range n.softOwners {
+		if s.blocked[owner] != "" {
+			return fmt.Sprintf("%s, which it belongs to, cannot move", owner.ref)
+		}
+	}
+	return ""
+}
+
+// pin replaces the moved set by the objects labelled with the operation, and
+// records the objects the rules move that lack the label.
+func (s *selector) pin() {
+	if s.sel.PinnedTo == "" {
+		return
+	}
+	for _, n := range s.nodes {
+		s.moved[n] = n.observed && n.operation == s.sel.PinnedTo
+	}
+}
+
+// keep decides which moved objects stay in the source as well (copied, not
+// deleted): global objects and their hierarchies; objects outside the moved
+// namespaces; objects something that stays still depends on, or that an
+// owner that stays still owns; with a cluster selector, objects moved only
+// because they are labelled to move, since Clusters that stay may reference
+// them by name. Then, transitively, the owners of a kept object (deleting
+// them would let the garbage collector delete it) and what a kept object
+// owns or references, except what belongs to a moving Cluster's hierarchy
+// (the templates of a kept ClusterClass stay with it, the Clusters that use
+// it do not).
+func (s *selector) keep() {
+	movedClusters := map[*node]bool{}
+	var stack []*node
+	keep := func(n *node, reason string) {
+		if s.kept[n] == "" {
+			s.kept[n] = reason
+			stack = append(stack, n)
+		}
+	}
+	for _, n := range s.nodes {
+		if s.moved[n] && n.isCluster() {
+			movedClusters[n] = true
+		}
+	}
+	for _, n := range s.nodes {
+		if !s.moved[n] {
+			continue
+		}
+		switch {
+		case n.global():
+			keep(n, "it is cluster-scoped")
+		case !s.g.inScope(n):
+			keep(n, "it is outside the moved namespaces")
+		}
+		for _, t := range n.tenants {
+			if t.global() && s.moved[t] {
+				keep(n, fmt.Sprintf("it belongs to the cluster-scoped %s", t.ref))
+				break
+			}
+		}
+		for _, child := range n.children {
+			if child.observed && !s.moved[child] {
+				keep(n, fmt.Sprintf("%s, which stays, depends on it", child.ref))
+				break
+			}
+		}
+		for _, owner := range n.owners {
+			if owner.observed && !s.moved[owner] {
+				keep(n, fmt.Sprintf("its owner %s stays", owner.ref))
+				break
+			}
+		}
+		if s.sel.ClusterSelector != nil && forced(n) && len(n.tenants) == 0 {
+			keep(n, "it moves only because it is labelled to move, and Clusters that stay may use it")
+		}
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, owner := range slices.Concat(n.owners, n.softOwners) {
+			if s.moved[owner] {
+				keep(owner, fmt.Sprintf("%s, which stays, depends on it", n.ref))
+			}
+		}
+		for _, child := range n.children {
+			if s.moved[child] && !child.isCluster() && !s.anyTenant(child, movedClusters) {
+				keep(child, fmt.Sprintf("it belongs to %s, which stays", n.ref))
+			}
+		}
+	}
+}
+
+// groups orders the moved objects: an object comes after all its moved
+// owners and soft owners. The members of an ownership cycle share a group,
+// placed after every owner outside the cycle.
+func (s *selector) groups() [][]*node {
+	var moved []*node
+	for _, n := range s.nodes {
+		if s.moved[n] {
+			moved = append(moved, n)
+		}
+	}
+	deps := func(n *node) []*node {
+		var out []*node
+		for _, o := range slices.Concat(n.owners, n.softOwners) {
+			if s.moved[o] {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	component := stronglyConnected(moved, deps)
+
+	// The level of a component is one more than the highest level of the
+	// components it depends on.
+	level := map[int]int{}
+	var levelOf func(c int) int
+	members := map[int][]*node{}
+	for _, n := range moved {
+		members[component[n]] = append(members[component[n]], n)
+	}
+	levelOf = func(c int) int {
+		if l, ok := level[c]; ok {
+			return l
+		}
+		l := 0
+		for _, n := range members[c] {
+			for _, d := range deps(n) {
+				if component[d] != c {
+					l = max(l, levelOf(component[d])+1)
+				}
+			}
+		}
+		level[c] = l
+		return l
+	}
+	var groups [][]*node
+	for _, n := range moved {
+		l := levelOf(component[n])
+		for len(groups) <= l {
+			groups = append(groups, nil)
+		}
+		groups[l] = append(groups[l], n)
+	}
+	// Nodes are already sorted, so every group is.
+	return groups
+}
+
+// stronglyConnected numbers the strongly connected components of the graph
+// given by deps (Tarjan's algorithm), so that ownership cycles are found.
+func stronglyConnected(nodes []*node, deps func(*node) []*node) map[*node]int {
+	index := map[*node]int{}
+	low := map[*node]int{}
+	onStack := map[*node]bool{}
+	component := map[*node]int{}
+	var stack []*node
+	next, components := 0, 0
+	var visit func(n *node)
+	visit = func(n *node) {
+		index[n], low[n] = next, next
+		next++
+		stack = append(stack, n)
+		onStack[n] = true
+		for _, d := range deps(n) {
+			if _, seen := index[d]; !seen {
+				visit(d)
+				low[n] = min(low[n], low[d])
+			} else if onStack[d] {
+				low[n] = min(low[n], index[d])
+			}
+		}
+		if low[n] == index[n] {
+			for {
+				m := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[m] = false
+				component[m] = components
+				if m == n {
+					break
+				}
+			}
+			components++
+		}
+	}
+	for _, n := range nodes {
+		if _, seen := index[n]; !seen {
+			visit(n)
+		}
+	}
+	return component
+}
+
+func (s *selector) plan() *Plan {
+	p := &Plan{types: s.g.types, byUID: map[types.UID]*Object{}, pinnedTo: s.sel.PinnedTo}
+
+	for i, group := range s.groups() {
+		objects := make([]*Object, 0, len(group))
+		for _, n := range group {
+			o := &Object{
+				ObjectRef:      n.ref,
+				Group:          i,
+				Global:         n.global(),
+				Delete:         s.kept[n] == "",
+				KeepReason:     s.kept[n],
+				OperationLabel: n.operation,
+				Paused:         n.paused,
+				PausedBy:       n.pausedBy,
+				BlockMove:      n.blockMove,
+				Deleting:       n.deleting,
+			}
+			objects = append(objects, o)
+			p.byUID[n.ref.UID] = o
+		}
+		p.Groups = append(p.Groups, objects)
+	}
+
+	for _, n := range s.nodes {
+		if !n.observed {
+			continue
+		}
+		if s.sel.PinnedTo != "" && s.ruleMove[n] && s.blocked[n] == "" && !s.moved[n] {
+			p.unlabelled = append(p.unlabelled, n.ref)
+		}
+		if s.moved[n] {
+			s.objectWarnings(n)
+			continue
+		}
+		if !s.g.inScope(n) || (s.sel.PinnedTo != "" && s.ruleMove[n] && s.blocked[n] == "") {
+			continue
+		}
+		p.Excluded = append(p.Excluded, s.exclusion(n))
+	}
+
+	p.Warnings = slices.Concat(s.g.warnings, s.g.linkWarnings, s.warnings)
+	return p
+}
+
+func (s *selector) exclusion(n *node) Exclusion {
+	e := Exclusion{ObjectRef: n.ref}
+	switch {
+	case s.blocked[n] != "":
+		e.Reason, e.Message, e.Blocking = ExcludedOwnerNotMoved, s.blocked[n], true
+	case n.isCluster():
+		e.Reason, e.Message = ExcludedNotSelected, "the cluster selector does not match it"
+	case s.inUnselectedCluster(n):
+		for _, t := range n.tenants {
+			if t.isCluster() && !s.selectedClusters[t] {
+				e.Reason, e.Message = ExcludedNotSelected, fmt.Sprintf("it belongs to %s, which is not selected", t.ref)
+				break
+			}
+		}
+	case len(n.tenants) > 0:
+		e.Reason, e.Message = ExcludedNotSelected, "no selected Cluster uses it"
+	default:
+		e.Reason, e.Message = ExcludedNotInHierarchy, "no Cluster, ClusterClass, ClusterResourceSet or move-hierarchy object owns it, and it is not labelled to move"
+	}
+	return e
+}
+
+// objectWarnings records what the user should know about a moved object.
+func (s *selector) objectWarnings(n *node) {
+	if s.kept[n] != "" {
+		s.warn("%s is copied but not deleted from the source: %s", n.ref, s.kept[n])
+	}
+	for _, owner := range n.owners {
+		switch {
+		case !owner.observed:
+			s.warn("%s is copied without its ownerReference to %s: the owner does not exist", n.ref, owner.ref)
+		case !s.moved[owner]:
+			s.warn("%s is copied without its ownerReference to %s, which does not move", n.ref, owner.ref)
+		}
+	}
+	if n.deleting {
+		s.warn("%s is being deleted in the source; its copy in the target will not be", n.ref)
+	}
+}
+
+// Object returns the moved object with the given source UID.
+func (p *Plan) Object(uid types.UID) (*Object, bool) {
+	o, ok := p.byUID[uid]
+	return o, ok
+}
+
+// Objects returns every moved object, in creation order.
+func (p *Plan) Objects() []*Object {
+	var out []*Object
+	for _, g := range p.Groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// Len returns how many objects the move copies.
+func (p *Plan) Len() int { return len(p.byUID) }
+
+// Types returns the kinds the plan was built over.
+func (p *Plan) Types() *Types { return p.types }
+
+// OfKind returns the moved objects of the given kinds, in creation order.
+func (p *Plan) OfKind(kinds ...schema.GroupKind) []*Object {
+	var out []*Object
+	for _, o := range p.Objects() {
+		if slices.Contains(kinds, o.GroupKind()) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Namespaces returns the namespaces of the moved objects, sorted: the
+// namespaces the target must have.
+func (p *Plan) Namespaces() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range p.byUID {
+		if o.Namespace != "" && !seen[o.Namespace] {
+			seen[o.Namespace] = true
+			out = append(out, o.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Validate fails when the move would leave behind objects of a hierarchy
+// that moves because an owner does not move (see ExcludedOwnerNotMoved), and
+// names each one with its reason.
+func (p *Plan) Validate() error {
+	var blocking []string
+	for _, e := range p.Excluded {
+		if e.Blocking {
+			blocking = append(blocking, fmt.Sprintf("%s (%s)", e.ObjectRef, e.Message))
+		}
+	}
+	if len(blocking) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d objects of the move cannot move because an owner does not: %s", len(blocking), joinLimited(blocking, 20))
+}
+
+// Unlabelled returns the objects the rules move that do not carry the
+// operation label of a pinned plan: objects created after the graph was
+// labelled, for example by a provider that ignores pause. A move must fail
+// before its point of no return when any exists. Nil for an unpinned plan.
+func (p *Plan) Unlabelled() []ObjectRef { return p.unlabelled }
+
+// LabelledByOthers returns the moved objects that carry the operation label
+// of another operation.
+func (p *Plan) LabelledByOthers(operation string) []ObjectRef {
+	var out []ObjectRef
+	for _, o := range p.Objects() {
+		if o.OperationLabel != "" && o.OperationLabel != operation {
+			out = append(out, o.ObjectRef)
+		}
+	}
+	return out
+}
+
+// PausedByOthers returns the moved Clusters and ClusterClasses that are
+// paused, but not by this operation.
+func (p *Plan) PausedByOthers(operation string) []ObjectRef {
+	var out []ObjectRef
+	for _, o := range p.Objects() {
+		if o.Paused && o.PausedBy != operation {
+			out = append(out, o.ObjectRef)
+		}
+	}
+	return out
+}
+
+// BlockingMove returns the moved objects that carried the block-move
+// annotation when they were read.
+func (p *Plan) BlockingMove() []ObjectRef {
+	var out []ObjectRef
+	for _, o := range p.Objects() {
+		if o.BlockMove {
+			out = append(out, o.ObjectRef)
+		}
+	}
+	return out
+}
+
+// KindCount is how many objects of one kind the move copies.
+type KindCount struct {
+	Kind  string
+	Count int
+}
+
+// Kinds counts the moved objects per kind, sorted by kind.
+func (p *Plan) Kinds() []KindCount {
+	counts := map[string]int{}
+	for _, o := range p.byUID {
+		counts[KindString(o.GroupKind())]++
+	}
+	out := make([]KindCount, 0, len(counts))
+	for k, c := range counts {
+		out = append(out, KindCount{Kind: k, Count: c})
+	}
+	slices.SortFunc(out, func(a, b KindCount) int { return cmp.Compare(a.Kind, b.Kind) })
+	return out
+}
+
+func joinLimited(items []string, limit int) string {
+	if len(items) <= limit {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:limit], "; ") + fmt.Sprintf("; and %d more", len(items)-limit)
+}

@@ -1,0 +1,117 @@
+package graph
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// maxStatusWarnings is how many warnings MovePlan.Warnings can hold (its
+// MaxItems validation).
+const maxStatusWarnings = 100
+
+// Summary returns the plan as the MoveOperation status reports it. When there
+// are more warnings than the status can hold, the last one says how many
+// were left out.
+func (p *Plan) Summary() *movev1.MovePlan {
+	s := &movev1.MovePlan{
+		Objects: clampInt32(p.Len()),
+		Groups:  clampInt32(len(p.Groups)),
+	}
+	for _, k := range p.Kinds() {
+		s.Kinds = append(s.Kinds, movev1.KindCount{Kind: k.Kind, Count: clampInt32(k.Count)})
+	}
+	warnings := p.Warnings
+	if len(warnings) > maxStatusWarnings {
+		warnings = append(slices.Clone(warnings[:maxStatusWarnings-1]),
+			fmt.Sprintf("and %d more warnings", len(p.Warnings)-(maxStatusWarnings-1)))
+	}
+	s.Warnings = slices.Clone(warnings)
+	return s
+}
+
+func clampInt32(n int) int32 {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(n)
+}
+
+// Print writes the plan for a human, as a dry run shows it: counts per kind,
+// every group with its objects, what stays in the source, what does not
+// move, and the warnings. Objects that do not move only because nothing
+// moves them (most Secrets and ConfigMaps) are counted, not listed.
+func (p *Plan) Print(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Move plan: %d objects in %d groups\n", p.Len(), len(p.Groups))
+	if p.pinnedTo != "" {
+		fmt.Fprintf(&b, "(the objects labelled %s=%s)\n", movev1.OperationLabel, p.pinnedTo)
+	}
+
+	b.WriteString("\nObjects per kind:\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, k := range p.Kinds() {
+		fmt.Fprintf(tw, "  %s\t%d\n", k.Kind, k.Count)
+	}
+	_ = tw.Flush()
+
+	for i, group := range p.Groups {
+		fmt.Fprintf(&b, "\nGroup %d (%d objects):\n", i+1, len(group))
+		for _, o := range group {
+			marker := ""
+			if !o.Delete {
+				marker = "  [copied, not deleted]"
+			}
+			fmt.Fprintf(&b, "  %s%s\n", o.ObjectRef, marker)
+		}
+	}
+
+	unowned := 0
+	var listed []Exclusion
+	for _, e := range p.Excluded {
+		if e.Reason == ExcludedNotInHierarchy {
+			unowned++
+			continue
+		}
+		listed = append(listed, e)
+	}
+	if len(listed) > 0 || unowned > 0 {
+		b.WriteString("\nNot moved:\n")
+		for _, e := range listed {
+			marker := ""
+			if e.Blocking {
+				marker = " [blocks the move]"
+			}
+			fmt.Fprintf(&b, "  %s: %s%s\n", e.ObjectRef, e.Message, marker)
+		}
+		if unowned > 0 {
+			fmt.Fprintf(&b, "  %d objects that nothing moving owns (Secrets, ConfigMaps and such)\n", unowned)
+		}
+	}
+	if len(p.unlabelled) > 0 {
+		b.WriteString("\nTo move but not labelled by this operation:\n")
+		for _, r := range p.unlabelled {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	if len(p.Warnings) > 0 {
+		b.WriteString("\nWarnings:\n")
+		for _, w := range p.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", w)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// String returns the plan as Print writes it.
+func (p *Plan) String() string {
+	var b strings.Builder
+	_ = p.Print(&b)
+	return b.String()
+}
