@@ -80,6 +80,9 @@ type MoveOperationSpec struct {
 	// fails (and, before the point of no return, rolls back).
 	// +optional
 	// +kubebuilder:default={}
+	// Timeouts are compared as durations, not as strings: a Go client writes
+	// "5m" back as "5m0s", which is the same timeout.
+	// +kubebuilder:validation:XValidation:rule="(has(self.scaleDown) == has(oldSelf.scaleDown) && (!has(self.scaleDown) || duration(self.scaleDown) == duration(oldSelf.scaleDown))) && (has(self.scaleUp) == has(oldSelf.scaleUp) && (!has(self.scaleUp) || duration(self.scaleUp) == duration(oldSelf.scaleUp))) && (has(self.blockMove) == has(oldSelf.blockMove) && (!has(self.blockMove) || duration(self.blockMove) == duration(oldSelf.blockMove))) && (has(self.copy) == has(oldSelf.copy) && (!has(self.copy) || duration(self.copy) == duration(oldSelf.copy)))",message="spec is immutable: a MoveOperation's timeouts cannot be changed once created; delete it and create a new one to move with other settings"
 	Timeouts TimeoutsSpec `json:"timeouts,omitempty,omitzero"`
 }
 
@@ -385,7 +388,7 @@ type MoveOperation struct {
 
 	// spec is the move asked for. It cannot be changed once created.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
+	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
 	Spec MoveOperationSpec `json:"spec"`
 
 	// status is what the operator observed and did.

@@ -1,0 +1,130 @@
+// Command manager runs move-operator: the controller that moves Cluster API
+// management state to another cluster as MoveOperation objects ask.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/controllers"
+)
+
+var (
+	scheme   = runtime.NewScheme()
+	setupLog = ctrl.Log.WithName("setup")
+)
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(movev1alpha1.AddToScheme(scheme))
+}
+
+// options are the manager's command-line settings.
+type options struct {
+	metricsAddr             string
+	secureMetrics           bool
+	enableHTTP2             bool
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	concurrency             int
+	qps                     float64
+	burst                   int
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS, authenticated and authorized through the API server. Set false to serve plain HTTP.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Allow HTTP/2 for the metrics server; off by default because of the HTTP/2 Stream Cancellation and Rapid Reset CVEs.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the liveness and readiness probes bind to.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true,
+		"Elect a leader so that only one replica moves at a time; keep on when running more than one replica.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election lease; defaults to the namespace the manager runs in.")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 2,
+		"How many MoveOperations are reconciled at once (only one moves per source cluster; the others wait).")
+	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady requests per second to each cluster's API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests above kube-api-qps to each cluster's API server.")
+}
+
+func main() {
+	var opts options
+	opts.bind(flag.CommandLine)
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(opts); err != nil {
+		setupLog.Error(err, "manager stopped with an error")
+		os.Exit(1)
+	}
+}
+
+func run(opts options) error {
+	var tlsOpts []func(*tls.Config)
+	if !opts.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.metricsAddr,
+		SecureServing: opts.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if opts.secureMetrics {
+		// Only callers the API server authenticates and authorizes for
+		// "get /metrics" may read the metrics.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	restConfig := ctrl.GetConfigOrDie()
+	restConfig.QPS = float32(opts.qps)
+	restConfig.Burst = opts.burst
+
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "move-operator.move.cluster.x-k8s.io",
+		LeaderElectionNamespace: opts.leaderElectionNamespace,
+		// A new leader must not start while the old one may still write: the
+		// move's crash safety relies on one writer at a time.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := (&controllers.MoveOperationReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("move-operator"),
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
+		return err
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	setupLog.Info("starting manager", "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
