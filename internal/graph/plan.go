@@ -39,6 +39,11 @@ type Object struct {
 	Group int
 	// Global is true for cluster-scoped objects.
 	Global bool
+	// InGlobalHierarchy is true for objects owned, directly or not, by a
+	// global object that moves (a global identity's credentials Secret).
+	// Like global objects, they may already exist in the target: a copy
+	// found there is used as it is.
+	InGlobalHierarchy bool
 	// Delete is true when the object is deleted from the source once copied.
 	// It is false for global objects, for the hierarchy of a global object,
 	// for objects outside the moved namespaces, and for shared objects that
@@ -490,9 +495,12 @@ func (s *selector) plan() *Plan {
 		objects := make([]*Object, 0, len(group))
 		for _, n := range group {
 			o := &Object{
-				ObjectRef:      n.ref,
-				Group:          i,
-				Global:         n.global(),
+				ObjectRef: n.ref,
+				Group:     i,
+				Global:    n.global(),
+				InGlobalHierarchy: slices.ContainsFunc(n.tenants, func(t *node) bool {
+					return t.global() && s.moved[t] && t != n
+				}),
 				Delete:         s.kept[n] == "",
 				KeepReason:     s.kept[n],
 				OperationLabel: n.operation,

@@ -446,8 +446,16 @@ func TestGlobalObjectsAreCopiedNeverDeleted(t *testing.T) {
 				t.Errorf("objects kept in the source differ (-want +got):\n%s", diff)
 			}
 			o, _ := p.Object(identity.GetUID())
-			if !o.Global {
-				t.Errorf("%s is not marked global", nameOf(identity))
+			if !o.Global || o.InGlobalHierarchy {
+				t.Errorf("%s: global %t, in a global hierarchy %t; want global only", nameOf(identity), o.Global, o.InGlobalHierarchy)
+			}
+			o, _ = p.Object(secret.GetUID())
+			if o.Global || !o.InGlobalHierarchy {
+				t.Errorf("%s: global %t, in a global hierarchy %t; want in a global hierarchy only", nameOf(secret), o.Global, o.InGlobalHierarchy)
+			}
+			o, _ = p.Object(infra.GetUID())
+			if o.Global || o.InGlobalHierarchy {
+				t.Errorf("%s: global %t, in a global hierarchy %t; want neither", nameOf(infra), o.Global, o.InGlobalHierarchy)
 			}
 			if !slices.ContainsFunc(p.Warnings, func(w string) bool {
 				return strings.Contains(w, "TestClusterIdentity.infrastructure.cluster.x-k8s.io id is copied but not deleted")

@@ -100,7 +100,9 @@ func NewTypes(types ...Type) *Types {
 	for _, t := range ts.byGroupKind {
 		ts.list = append(ts.list, t)
 	}
-	slices.SortFunc(ts.list, func(a, b *Type) int { return strings.Compare(KindString(a.GVK.GroupKind()), KindString(b.GVK.GroupKind())) })
+	slices.SortFunc(ts.list, func(a, b *Type) int {
+		return strings.Compare(KindString(a.GVK.GroupKind()), KindString(b.GVK.GroupKind()))
+	})
 	return ts
 }
 

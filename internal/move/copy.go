@@ -1,0 +1,372 @@
+package move
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+)
+
+// Copier creates the objects of a plan in the target, one creation group at
+// a time. It remembers the target UID of every object it created or found,
+// so that later groups rewrite their owner references without reading the
+// owners back; a Copier built after a crash finds them by name instead.
+// One Copier may copy every group of a move; it is safe for concurrent use.
+type Copier struct {
+	source, target client.Client
+	plan           *graph.Plan
+	operation      string
+	opts           Options
+
+	mu sync.Mutex
+	// targetUIDs maps the source UID of a moved object to its UID in the target.
+	targetUIDs map[types.UID]types.UID
+	// namespaces holds the target namespaces known to exist.
+	namespaces map[string]bool
+}
+
+// NewCopier returns a Copier of the plan's objects from source to target for
+// the operation with the given UID.
+func NewCopier(source, target client.Client, plan *graph.Plan, operation string, opts Options) *Copier {
+	return &Copier{
+		source: source, target: target, plan: plan, operation: operation, opts: opts,
+		targetUIDs: map[types.UID]types.UID{},
+		namespaces: map[string]bool{},
+	}
+}
+
+// CopyResult counts what a CopyGroup did.
+type CopyResult struct {
+	// Created is how many objects were created in the target.
+	Created int
+	// Existing is how many were there already: created by this operation
+	// before a crash, or global objects present in the target beforehand.
+	Existing int
+}
+
+// CopyGroup creates every object of one group in the target, with at most
+// Options.Concurrency requests in flight. Each object is read from the
+// source at its storage version, stripped of what the target assigns itself
+// (uid, resourceVersion, creationTimestamp, generation, managedFields),
+// labelled with the operation, and its owner references are pointed at the
+// owners' UIDs in the target; references to owners that do not move are
+// dropped, as the plan warned. Objects of an ownership cycle (the same
+// group) get those references once the whole group exists.
+//
+// An object that already exists in the target is progress when it carries
+// this operation's label, and a *ConflictError otherwise, except for global
+// objects and their hierarchies, which are used as found (clusterctl does
+// the same: a target may already have the provider's identities).
+func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
+	if group < 0 || group >= len(c.plan.Groups) {
+		return CopyResult{}, fmt.Errorf("copying group %d: the plan has %d groups", group+1, len(c.plan.Groups))
+	}
+	objects := c.plan.Groups[group]
+	logger := log.FromContext(ctx).WithValues("group", group+1, "objects", len(objects))
+	logger.V(1).Info("copying group to the target")
+
+	if err := c.ensureNamespaces(ctx, objects); err != nil {
+		return CopyResult{}, err
+	}
+
+	var (
+		mu       sync.Mutex
+		result   CopyResult
+		deferred []deferredOwners
+	)
+	err := forEach(ctx, objects, c.opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
+		created, later, err := c.copyObject(ctx, o)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if created {
+			result.Created++
+		} else {
+			result.Existing++
+		}
+		if later != nil {
+			deferred = append(deferred, *later)
+		}
+		return nil
+	})
+	if err != nil {
+		return result, fmt.Errorf("copying group %d to the target: %w", group+1, err)
+	}
+
+	// Every member of the group exists now: link the owners that are in
+	// the group too (ownership cycles).
+	err = forEach(ctx, deferred, c.opts.concurrency(), func(ctx context.Context, d deferredOwners) error {
+		return c.linkOwners(ctx, d)
+	})
+	if err != nil {
+		return result, fmt.Errorf("linking the owners of group %d in the target: %w", group+1, err)
+	}
+	logger.V(1).Info("copied group to the target", "created", result.Created, "existing", result.Existing)
+	return result, nil
+}
+
+// deferredOwners are the owner references of an object to set once the
+// owners, created in the same group, exist.
+type deferredOwners struct {
+	object    *graph.Object
+	targetUID types.UID
+	refs      []metav1.OwnerReference // as in the source, UIDs still the source's
+}
+
+// copyObject creates one object in the target, and returns whether it
+// created it, and the owner references left to link.
+func (c *Copier) copyObject(ctx context.Context, o *graph.Object) (bool, *deferredOwners, error) {
+	src := &unstructured.Unstructured{}
+	src.SetGroupVersionKind(o.GVK)
+	if err := retry(ctx, func() error { return c.source.Get(ctx, o.Key(), src) }); err != nil {
+		return false, nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
+	}
+	if src.GetUID() != o.UID {
+		return false, nil, fmt.Errorf("reading %s from the source: it was replaced since the plan was made (UID %s, planned %s)", o.ObjectRef, src.GetUID(), o.UID)
+	}
+
+	ownerUIDs := map[types.UID]types.UID{}
+	var sameGroup []metav1.OwnerReference
+	for _, ref := range src.GetOwnerReferences() {
+		owner, moves := c.plan.Object(ref.UID)
+		switch {
+		case !moves:
+			// The plan reported it; the owner does not exist in the target.
+		case owner.Group == o.Group:
+			sameGroup = append(sameGroup, ref)
+		default:
+			uid, err := c.targetUID(ctx, owner)
+			if err != nil {
+				return false, nil, fmt.Errorf("copying %s: %w", o.ObjectRef, err)
+			}
+			ownerUIDs[ref.UID] = uid
+		}
+	}
+
+	obj, applied := prepare(src, c.operation, ownerUIDs)
+
+	created := true
+	err := retry(ctx, func() error { return c.target.Create(ctx, obj) })
+	switch {
+	case err == nil:
+	case apierrors.IsAlreadyExists(err):
+		created = false
+		existing := &metav1.PartialObjectMetadata{}
+		existing.SetGroupVersionKind(o.GVK)
+		if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
+			return false, nil, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
+		}
+		ours := existing.GetLabels()[movev1.OperationLabel] == c.operation
+		if !ours && !o.Global && !o.InGlobalHierarchy {
+			return false, nil, &ConflictError{Object: o.ObjectRef}
+		}
+		obj.SetUID(existing.GetUID())
+		obj.SetResourceVersion(existing.GetResourceVersion())
+		if !ours {
+			// Used as found: neither its managed fields nor its owners are ours to change.
+			c.recordUID(o.UID, existing.GetUID())
+			return false, nil, nil
+		}
+	default:
+		return false, nil, fmt.Errorf("creating %s in the target: %w", o.ObjectRef, err)
+	}
+	c.recordUID(o.UID, obj.GetUID())
+
+	if len(applied) > 0 {
+		if err := c.restoreManagedFields(ctx, o, obj, applied); err != nil {
+			return created, nil, err
+		}
+	}
+	if len(sameGroup) > 0 {
+		return created, &deferredOwners{object: o, targetUID: obj.GetUID(), refs: allOwnerRefs(obj, sameGroup)}, nil
+	}
+	return created, nil, nil
+}
+
+// allOwnerRefs returns the owner references an object must end up with: the
+// rewritten ones it was created with, then the ones left to link.
+func allOwnerRefs(obj *unstructured.Unstructured, later []metav1.OwnerReference) []metav1.OwnerReference {
+	return append(obj.GetOwnerReferences(), later...)
+}
+
+// linkOwners sets the owner references of an object whose owners were
+// created in its own group, now that their target UIDs are known. The patch
+// names the object's UID, so it never lands on an object that replaced it.
+func (c *Copier) linkOwners(ctx context.Context, d deferredOwners) error {
+	refs := make([]metav1.OwnerReference, 0, len(d.refs))
+	for _, ref := range d.refs {
+		if owner, moves := c.plan.Object(ref.UID); moves {
+			uid, err := c.targetUID(ctx, owner)
+			if err != nil {
+				return fmt.Errorf("linking the owners of %s: %w", d.object.ObjectRef, err)
+			}
+			ref.UID = uid
+		}
+		refs = append(refs, ref)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": d.targetUID, "ownerReferences": refs}})
+	if err != nil {
+		return err
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(d.object.GVK)
+	obj.SetNamespace(d.object.Namespace)
+	obj.SetName(d.object.Name)
+	if err := retry(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
+		return fmt.Errorf("linking the owners of %s in the target: %w", d.object.ObjectRef, err)
+	}
+	return nil
+}
+
+// restoreManagedFields gives a created object the managed fields it had in
+// the source. A create records the creator as the manager of every field,
+// which would take the fields of server-side-apply managers (the topology
+// controller) away from them, and their next apply could no longer remove
+// fields it set. Only objects with an Apply manager need this.
+func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, obj *unstructured.Unstructured, fields []metav1.ManagedFieldsEntry) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": obj.GetUID(), "managedFields": fields}})
+	if err != nil {
+		return err
+	}
+	target := &metav1.PartialObjectMetadata{}
+	target.SetGroupVersionKind(o.GVK)
+	target.SetNamespace(o.Namespace)
+	target.SetName(o.Name)
+	if err := retry(ctx, func() error { return c.target.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
+		return fmt.Errorf("restoring the managed fields of %s in the target: %w", o.ObjectRef, err)
+	}
+	return nil
+}
+
+func (c *Copier) recordUID(source, target types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.targetUIDs[source] = target
+}
+
+// targetUID returns the UID in the target of a moved owner: from memory when
+// this Copier created or found it, otherwise by reading it by name (a
+// Copier built after a crash, or an owner of an earlier run). The owner must
+// be this operation's copy, or a global object used as found.
+func (c *Copier) targetUID(ctx context.Context, owner *graph.Object) (types.UID, error) {
+	c.mu.Lock()
+	uid, ok := c.targetUIDs[owner.UID]
+	c.mu.Unlock()
+	if ok {
+		return uid, nil
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(owner.GVK)
+	if err := retry(ctx, func() error { return c.target.Get(ctx, owner.Key(), obj) }); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("its owner %s is not in the target yet (copy the groups in order)", owner.ObjectRef)
+		}
+		return "", fmt.Errorf("reading its owner %s in the target: %w", owner.ObjectRef, err)
+	}
+	if obj.GetLabels()[movev1.OperationLabel] != c.operation && !owner.Global && !owner.InGlobalHierarchy {
+		return "", &ConflictError{Object: owner.ObjectRef}
+	}
+	c.recordUID(owner.UID, obj.GetUID())
+	return obj.GetUID(), nil
+}
+
+// ensureNamespaces creates the namespaces of a group's objects that the
+// target lacks, labelled with the operation so that a rollback removes them.
+func (c *Copier) ensureNamespaces(ctx context.Context, objects []*graph.Object) error {
+	for _, o := range objects {
+		if o.Namespace == "" {
+			continue
+		}
+		c.mu.Lock()
+		known := c.namespaces[o.Namespace]
+		c.mu.Unlock()
+		if known {
+			continue
+		}
+		if err := EnsureNamespace(ctx, c.target, o.Namespace, c.operation); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.namespaces[o.Namespace] = true
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// EnsureNamespace creates a namespace in a cluster unless it exists, labelled
+// with the operation so that a rollback deletes it again.
+func EnsureNamespace(ctx context.Context, c client.Client, name, operation string) error {
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	ns.SetLabels(map[string]string{movev1.OperationLabel: operation})
+	err := retry(ctx, func() error { return c.Create(ctx, ns) })
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s in the target: %w", name, err)
+	}
+	return nil
+}
+
+// prepare returns the object to create in the target from its source copy:
+// the same content without the fields the target assigns itself, labelled
+// with the operation, with owner references to moved owners pointed at
+// their target UIDs (ownerUIDs, by source UID) and the others dropped
+// (owners of the same group are linked after the create). It also returns
+// the source's managed fields when an Apply manager holds some, for
+// restoreManagedFields. The source object is reused, not copied: the
+// caller must not use it afterwards.
+func prepare(src *unstructured.Unstructured, operation string, ownerUIDs map[types.UID]types.UID) (*unstructured.Unstructured, []metav1.ManagedFieldsEntry) {
+	var applied []metav1.ManagedFieldsEntry
+	for _, f := range src.GetManagedFields() {
+		if f.Operation == metav1.ManagedFieldsOperationApply {
+			applied = src.GetManagedFields()
+			break
+		}
+	}
+
+	var refs []metav1.OwnerReference
+	for _, ref := range src.GetOwnerReferences() {
+		if uid, ok := ownerUIDs[ref.UID]; ok {
+			ref.UID = uid
+			refs = append(refs, ref)
+		}
+	}
+
+	labels := src.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[movev1.OperationLabel] = operation
+
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	for k, v := range src.Object {
+		if k != "metadata" {
+			obj.Object[k] = v
+		}
+	}
+	obj.SetAPIVersion(src.GetAPIVersion())
+	obj.SetKind(src.GetKind())
+	obj.SetNamespace(src.GetNamespace())
+	obj.SetName(src.GetName())
+	// generateName is left out: the name is set, and an object with both
+	// makes the API server answer a duplicate create with a timeout instead
+	// of AlreadyExists (kubernetes/kubernetes#32220).
+	obj.SetLabels(labels)
+	obj.SetAnnotations(src.GetAnnotations())
+	obj.SetFinalizers(src.GetFinalizers())
+	obj.SetOwnerReferences(refs)
+	return obj, applied
+}

@@ -1,0 +1,262 @@
+package move
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+)
+
+func sourceMachine() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2",
+		"kind":       "Machine",
+		"metadata": map[string]any{
+			"name":                       "m1",
+			"generateName":               "m",
+			"namespace":                  "ns1",
+			"uid":                        "source-uid",
+			"resourceVersion":            "42",
+			"generation":                 int64(3),
+			"creationTimestamp":          "2026-01-01T00:00:00Z",
+			"deletionGracePeriodSeconds": int64(0),
+			"selfLink":                   "/apis/cluster.x-k8s.io/v1beta2/namespaces/ns1/machines/m1",
+			"labels":                     map[string]any{"cluster.x-k8s.io/cluster-name": "c1"},
+			"annotations":                map[string]any{"a": "b"},
+			"finalizers":                 []any{"machine.cluster.x-k8s.io"},
+			"ownerReferences": []any{
+				map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet", "name": "ms", "uid": "ms-source-uid", "controller": true, "blockOwnerDeletion": true},
+				map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "web-uid"},
+				map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "c1", "uid": "cluster-source-uid"},
+			},
+			"managedFields": []any{
+				map[string]any{"manager": "capi-topology", "operation": "Apply", "apiVersion": "cluster.x-k8s.io/v1beta2", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:spec": map[string]any{}}},
+			},
+		},
+		"spec":   map[string]any{"clusterName": "c1"},
+		"status": map[string]any{"phase": "Running"},
+	}}
+	return u
+}
+
+func TestPrepare(t *testing.T) {
+	ownerUIDs := map[types.UID]types.UID{"ms-source-uid": "ms-target-uid", "cluster-source-uid": "cluster-target-uid"}
+
+	t.Run("the copy keeps content, labels, annotations and finalizers, and drops what the target assigns", func(t *testing.T) {
+		obj, _ := prepare(sourceMachine(), "op-1", ownerUIDs)
+		want := map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta2",
+			"kind":       "Machine",
+			"metadata": map[string]any{
+				"name":        "m1",
+				"namespace":   "ns1",
+				"labels":      map[string]any{"cluster.x-k8s.io/cluster-name": "c1", movev1.OperationLabel: "op-1"},
+				"annotations": map[string]any{"a": "b"},
+				"finalizers":  []any{"machine.cluster.x-k8s.io"},
+				"ownerReferences": []any{
+					map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineSet", "name": "ms", "uid": "ms-target-uid", "controller": true, "blockOwnerDeletion": true},
+					map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "c1", "uid": "cluster-target-uid"},
+				},
+			},
+			"spec":   map[string]any{"clusterName": "c1"},
+			"status": map[string]any{"phase": "Running"},
+		}
+		if diff := cmp.Diff(want, obj.Object); diff != "" {
+			t.Errorf("prepared object differs (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("owner references keep their order, API version, controller and blockOwnerDeletion; only the UID changes", func(t *testing.T) {
+		obj, _ := prepare(sourceMachine(), "op-1", ownerUIDs)
+		want := []metav1.OwnerReference{
+			{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "MachineSet", Name: "ms", UID: "ms-target-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
+			{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "c1", UID: "cluster-target-uid"},
+		}
+		if diff := cmp.Diff(want, obj.GetOwnerReferences()); diff != "" {
+			t.Errorf("owner references differ (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("references to owners without a target UID are dropped", func(t *testing.T) {
+		obj, _ := prepare(sourceMachine(), "op-1", nil)
+		if refs := obj.GetOwnerReferences(); len(refs) != 0 {
+			t.Errorf("owner references %v, want none", refs)
+		}
+	})
+
+	t.Run("managed fields are returned for restoring when an Apply manager holds some", func(t *testing.T) {
+		_, applied := prepare(sourceMachine(), "op-1", ownerUIDs)
+		if len(applied) != 1 || applied[0].Manager != "capi-topology" {
+			t.Errorf("managed fields to restore: %+v, want the capi-topology entry", applied)
+		}
+		src := sourceMachine()
+		src.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}})
+		if _, applied := prepare(src, "op-1", ownerUIDs); applied != nil {
+			t.Errorf("managed fields to restore: %+v, want none without an Apply manager", applied)
+		}
+	})
+
+	t.Run("an object without labels gets the operation label", func(t *testing.T) {
+		src := sourceMachine()
+		src.SetLabels(nil)
+		obj, _ := prepare(src, "op-1", ownerUIDs)
+		if diff := cmp.Diff(map[string]string{movev1.OperationLabel: "op-1"}, obj.GetLabels()); diff != "" {
+			t.Errorf("labels differ (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestForEach(t *testing.T) {
+	t.Run("no more calls than the concurrency run at once, and every item is visited", func(t *testing.T) {
+		var running, peak, visited atomic.Int32
+		items := make([]int, 50)
+		err := forEach(context.Background(), items, 3, func(context.Context, int) error {
+			n := running.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+			running.Add(-1)
+			visited.Add(1)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("forEach: %v", err)
+		}
+		if peak.Load() > 3 || peak.Load() < 2 {
+			t.Errorf("peak concurrency %d, want 2 or 3 with a limit of 3", peak.Load())
+		}
+		if visited.Load() != 50 {
+			t.Errorf("visited %d items, want 50", visited.Load())
+		}
+	})
+
+	t.Run("it stops starting calls once too many failed, and reports how many it skipped", func(t *testing.T) {
+		items := make([]int, 100)
+		err := forEach(context.Background(), items, 1, func(context.Context, int) error { return errors.New("down") })
+		var ge *GroupError
+		if !errors.As(err, &ge) {
+			t.Fatalf("error %v is not a GroupError", err)
+		}
+		if len(ge.Errors) != maxGroupErrors || ge.Skipped != 100-maxGroupErrors {
+			t.Errorf("%d errors and %d skipped, want %d and %d", len(ge.Errors), ge.Skipped, maxGroupErrors, 100-maxGroupErrors)
+		}
+	})
+
+	t.Run("a conflict among the failures can be found with errors.As", func(t *testing.T) {
+		ref := graph.ObjectRef{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Namespace: "ns1", Name: "s"}
+		err := forEach(context.Background(), []int{1, 2}, 2, func(_ context.Context, i int) error {
+			if i == 2 {
+				return fmt.Errorf("copying: %w", &ConflictError{Object: ref})
+			}
+			return errors.New("other")
+		})
+		var conflict *ConflictError
+		if !errors.As(err, &conflict) || conflict.Object != ref {
+			t.Fatalf("errors.As(%v) found %v, want the conflict on %s", err, conflict, ref)
+		}
+		if want := "Secret ns1/s already exists in the target and was not created by this move"; !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	})
+}
+
+func TestErrorClassification(t *testing.T) {
+	gr := schema.GroupResource{Group: "cluster.x-k8s.io", Resource: "machines"}
+	tests := []struct {
+		name      string
+		err       error
+		transient bool
+		gone      bool
+	}{
+		{name: "too many requests is transient", err: apierrors.NewTooManyRequests("slow down", 1), transient: true},
+		{name: "a server timeout is transient", err: apierrors.NewServerTimeout(gr, "create", 1), transient: true},
+		{name: "a refused webhook call is not transient", err: apierrors.NewInternalError(errors.New(`failed calling webhook: connect: connection refused`))},
+		{name: "not found means the object is gone", err: apierrors.NewNotFound(gr, "m1"), gone: true},
+		{name: "a failed UID precondition means the object is gone", err: apierrors.NewConflict(gr, "m1", errors.New("Precondition failed: UID in precondition")), gone: true},
+		{
+			name: "a patch naming another UID means the object was replaced",
+			err:  apierrors.NewInvalid(gr.WithVersion("").GroupVersion().WithKind("Machine").GroupKind(), "m1", field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), "x", "field is immutable")}),
+			gone: true,
+		},
+		{
+			name: "another invalid patch is an error",
+			err:  apierrors.NewInvalid(schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}, "m1", field.ErrorList{field.Invalid(field.NewPath("spec", "clusterName"), "x", "field is immutable")}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := transient(tt.err); got != tt.transient {
+				t.Errorf("transient = %t, want %t", got, tt.transient)
+			}
+			if got := gone(tt.err); got != tt.gone {
+				t.Errorf("gone = %t, want %t", got, tt.gone)
+			}
+		})
+	}
+}
+
+func TestClusterNotProvisioned(t *testing.T) {
+	cluster := func(status map[string]any, controlPlane bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}, "status": status}}
+		if controlPlane {
+			u.Object["spec"].(map[string]any)["controlPlaneRef"] = map[string]any{"name": "cp"}
+		}
+		return u
+	}
+	initialized := []any{map[string]any{"type": "ControlPlaneInitialized", "status": "True"}}
+	tests := []struct {
+		name    string
+		cluster *unstructured.Unstructured
+		want    string
+	}{
+		{
+			name:    "a Cluster with infrastructure and an initialized control plane is provisioned",
+			cluster: cluster(map[string]any{"initialization": map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true}, "conditions": initialized}, true),
+		},
+		{
+			name:    "a Cluster still provisioning its infrastructure is not",
+			cluster: cluster(map[string]any{"conditions": initialized}, false),
+			want:    "is still provisioning its infrastructure",
+		},
+		{
+			name:    "a Cluster without the ControlPlaneInitialized condition is not",
+			cluster: cluster(map[string]any{"initialization": map[string]any{"infrastructureProvisioned": true}}, false),
+			want:    "has no initialized control plane yet (condition ControlPlaneInitialized is not True)",
+		},
+		{
+			name:    "a Cluster with a control plane that is not initialized is not",
+			cluster: cluster(map[string]any{"initialization": map[string]any{"infrastructureProvisioned": true}, "conditions": initialized}, true),
+			want:    "has no initialized control plane yet (status.initialization.controlPlaneInitialized is not true)",
+		},
+		{
+			name:    "a Cluster stored at v1beta1 is read from the v1beta1 fields",
+			cluster: cluster(map[string]any{"infrastructureReady": true, "controlPlaneReady": true, "conditions": initialized}, true),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := clusterNotProvisioned(tt.cluster); got != tt.want {
+				t.Errorf("clusterNotProvisioned = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

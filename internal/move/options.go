@@ -1,0 +1,160 @@
+package move
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/move-operator/move-operator/internal/graph"
+)
+
+// DefaultConcurrency is how many requests an operation keeps in flight when
+// Options.Concurrency is zero. Measured on two cores, the source API server
+// saturates at about four requests in flight; eight keeps it busy while
+// some requests wait on admission webhooks.
+const DefaultConcurrency = 8
+
+// maxGroupErrors is how many objects of one group may fail before an
+// operation stops starting new requests: when a cluster is unreachable,
+// every object fails the same way, and trying the rest only delays the
+// error.
+const maxGroupErrors = 10
+
+// Options tunes the operations that write many objects.
+type Options struct {
+	// Concurrency bounds the requests in flight to one cluster;
+	// DefaultConcurrency when zero or negative.
+	Concurrency int
+}
+
+func (o Options) concurrency() int {
+	if o.Concurrency <= 0 {
+		return DefaultConcurrency
+	}
+	return o.Concurrency
+}
+
+// ConflictError reports an object that exists in the target and was not
+// created by this operation: the move must not overwrite it.
+type ConflictError struct {
+	Object graph.ObjectRef
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s already exists in the target and was not created by this move", e.Object)
+}
+
+// PausedByOtherError reports a Cluster or ClusterClass paused by someone
+// else: unpausing it after the move would undo their pause, so the move
+// does not take it over.
+type PausedByOtherError struct {
+	Object graph.ObjectRef
+}
+
+func (e *PausedByOtherError) Error() string {
+	return fmt.Sprintf("%s is paused, and not by this move", e.Object)
+}
+
+// GroupError gathers the failures of an operation over many objects.
+type GroupError struct {
+	// Errors are the failures, each naming its object.
+	Errors []error
+	// Skipped is how many objects were not tried once too many had failed.
+	Skipped int
+}
+
+func (e *GroupError) Error() string {
+	msg := fmt.Sprintf("%d objects failed", len(e.Errors))
+	if e.Skipped > 0 {
+		msg += fmt.Sprintf(" (%d more not tried)", e.Skipped)
+	}
+	for i, err := range e.Errors {
+		if i == 5 {
+			msg += fmt.Sprintf("; and %d more", len(e.Errors)-5)
+			break
+		}
+		msg += "; " + err.Error()
+	}
+	return msg
+}
+
+// Unwrap lets errors.As find a ConflictError among the failures.
+func (e *GroupError) Unwrap() []error { return e.Errors }
+
+// forEach runs fn for every item with at most concurrency calls at a time,
+// and gathers the errors. It stops starting new calls once maxGroupErrors
+// have failed or the context is done.
+func forEach[T any](ctx context.Context, items []T, concurrency int, fn func(context.Context, T) error) error {
+	var (
+		mu      sync.Mutex
+		errs    []error
+		skipped int
+		wg      sync.WaitGroup
+	)
+	sem := make(chan struct{}, concurrency)
+	for _, item := range items {
+		// Take a slot first, so that the decision to go on sees the result
+		// of every call that finished before it.
+		sem <- struct{}{}
+		mu.Lock()
+		stop := len(errs) >= maxGroupErrors || ctx.Err() != nil
+		if stop {
+			skipped++
+		}
+		mu.Unlock()
+		if stop {
+			<-sem
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(ctx, item); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) == 0 && skipped == 0 {
+		return nil
+	}
+	if len(errs) == 0 {
+		return ctx.Err()
+	}
+	return &GroupError{Errors: errs, Skipped: skipped}
+}
+
+// transient reports whether a request may succeed if simply repeated: the
+// API server was overloaded, timed out or was briefly unreachable.
+func transient(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServiceUnavailable(err) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) ||
+		utilnet.IsProbableEOF(err)
+}
+
+// retry calls fn until it succeeds, fails with an error that is not
+// transient, or has been tried five times (about 1.5 s): enough to ride out
+// a brief overload without hiding a cluster that is down from the caller,
+// who has its own timeout.
+func retry(ctx context.Context, fn func() error) error {
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !transient(err) || attempt == 5 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
