@@ -17,10 +17,13 @@ const (
 	// written only when absent, so a resumed move never records its own zero.
 	OriginalReplicasAnnotation = "move.cluster.x-k8s.io/original-replicas"
 
-	// OriginalObjectSelectorAnnotationPrefix prefixes the annotation, on a
-	// webhook configuration, that saves one webhook's objectSelector before the
-	// bypass is added; the webhook's name completes the key.
-	OriginalObjectSelectorAnnotationPrefix = "move.cluster.x-k8s.io/original-object-selector."
+	// OriginalObjectSelectorsAnnotation saves, on a webhook configuration, the
+	// objectSelector each of its bypassed webhooks had before the bypass was
+	// added: a JSON object from webhook name to selector (null for none). It
+	// is written in the same update as the bypass and only when absent, so a
+	// restore after a crash puts back exactly what was there. One annotation
+	// per configuration, because webhook names are too long to key by.
+	OriginalObjectSelectorsAnnotation = "move.cluster.x-k8s.io/original-object-selectors"
 
 	// PausedByAnnotation records on a Cluster or ClusterClass that this
 	// operator paused it (value: the operation's UID), so that it unpauses only

@@ -1,0 +1,238 @@
+package quiesce
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// Controller is a provider controller Deployment, as the move sees it.
+type Controller struct {
+	Key types.NamespacedName
+	// Replicas is the Deployment's current spec.replicas.
+	Replicas int32
+	// Recorded is the replica count saved before the move, when one was saved.
+	Recorded *int32
+}
+
+// SelectControllers lists the Deployments matching selector in every
+// namespace, leaving out those in exclude (the operator's own Deployment),
+// sorted by namespace and name so that every caller sees the same order.
+func SelectControllers(ctx context.Context, c client.Reader, selector labels.Selector, exclude ...types.NamespacedName) ([]Controller, error) {
+	list := &appsv1.DeploymentList{}
+	if err := c.List(ctx, list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, fmt.Errorf("listing controller Deployments matching %q: %w", selector, err)
+	}
+	skip := map[types.NamespacedName]bool{}
+	for _, e := range exclude {
+		skip[e] = true
+	}
+	out := make([]Controller, 0, len(list.Items))
+	for i := range list.Items {
+		d := &list.Items[i]
+		key := client.ObjectKeyFromObject(d)
+		if skip[key] {
+			continue
+		}
+		ctrl := Controller{Key: key, Replicas: ptr.Deref(d.Spec.Replicas, 1)}
+		if recorded, ok, err := recordedReplicas(d); err != nil {
+			return nil, err
+		} else if ok {
+			ctrl.Recorded = ptr.To(recorded)
+		}
+		out = append(out, ctrl)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
+	return out, nil
+}
+
+func recordedReplicas(d *appsv1.Deployment) (int32, bool, error) {
+	v, ok := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return 0, false, fmt.Errorf("Deployment %s/%s: annotation %s=%q is not a replica count; fix or remove it",
+			d.Namespace, d.Name, movev1alpha1.OriginalReplicasAnnotation, v)
+	}
+	return int32(n), true, nil
+}
+
+// Record saves each controller's current replica count in its
+// original-replicas annotation, unless one is already there: a resumed move
+// must never record the zero it set itself. It returns the recorded counts.
+func Record(ctx context.Context, c client.Client, controllers []Controller) ([]Controller, error) {
+	out := make([]Controller, 0, len(controllers))
+	for _, ctrl := range controllers {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if n, ok, err := recordedReplicas(d); err != nil {
+			return nil, err
+		} else if ok {
+			ctrl.Recorded = ptr.To(n)
+			out = append(out, ctrl)
+			continue
+		}
+		replicas := ptr.Deref(d.Spec.Replicas, 1)
+		patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[movev1alpha1.OriginalReplicasAnnotation] = strconv.Itoa(int(replicas))
+		if err := c.Patch(ctx, d, patch); err != nil {
+			return nil, fmt.Errorf("recording replicas of controller Deployment %s: %w", ctrl.Key, err)
+		}
+		ctrl.Replicas, ctrl.Recorded = replicas, ptr.To(replicas)
+		out = append(out, ctrl)
+	}
+	return out, nil
+}
+
+// ScaleDown sets every controller to zero replicas. It refuses a controller
+// whose replica count was not recorded first, because restoring it would
+// then have to guess.
+func ScaleDown(ctx context.Context, c client.Client, controllers []Controller) error {
+	for _, ctrl := range controllers {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			return fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if _, ok := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]; !ok {
+			return fmt.Errorf("controller Deployment %s has no %s annotation: record replicas before scaling down",
+				ctrl.Key, movev1alpha1.OriginalReplicasAnnotation)
+		}
+		if ptr.Deref(d.Spec.Replicas, 1) == 0 {
+			continue
+		}
+		if err := setReplicas(ctx, c, d, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunningPods returns, per controller that still has pods, how many it has.
+// A controller is down only when its pods are gone, not when its replica
+// count says zero: a terminating pod may still be writing.
+func RunningPods(ctx context.Context, c client.Reader, controllers []Controller) (map[types.NamespacedName]int, error) {
+	remaining := map[types.NamespacedName]int{}
+	for _, ctrl := range controllers {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+		}
+		selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("controller Deployment %s has an invalid selector: %w", ctrl.Key, err)
+		}
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(d.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, fmt.Errorf("listing pods of controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if n := len(pods.Items); n > 0 {
+			remaining[ctrl.Key] = n
+		}
+	}
+	return remaining, nil
+}
+
+// Restore scales every controller back to its recorded replica count, or to
+// fallback when none was recorded (the annotation was lost). The annotation
+// stays until Forget, so a crash between the two restores the same count.
+func Restore(ctx context.Context, c client.Client, controllers []Controller, fallback int32) ([]Controller, error) {
+	out := make([]Controller, 0, len(controllers))
+	for _, ctrl := range controllers {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+		}
+		want := fallback
+		if n, ok, err := recordedReplicas(d); err != nil {
+			return nil, err
+		} else if ok {
+			want = n
+		}
+		if ptr.Deref(d.Spec.Replicas, 1) != want {
+			if err := setReplicas(ctx, c, d, want); err != nil {
+				return nil, err
+			}
+		}
+		ctrl.Replicas = want
+		out = append(out, ctrl)
+	}
+	return out, nil
+}
+
+// Unavailable returns the controllers that are not yet Available at their
+// restored replica count, with a word on what each lacks.
+func Unavailable(ctx context.Context, c client.Reader, controllers []Controller) (map[types.NamespacedName]string, error) {
+	waiting := map[types.NamespacedName]string{}
+	for _, ctrl := range controllers {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if reason := notAvailable(d); reason != "" {
+			waiting[ctrl.Key] = reason
+		}
+	}
+	return waiting, nil
+}
+
+// notAvailable says why a Deployment is not fully rolled out and available,
+// or returns "" when it is.
+func notAvailable(d *appsv1.Deployment) string {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	switch {
+	case d.Status.ObservedGeneration < d.Generation:
+		return "its controller has not observed the new replica count yet"
+	case d.Status.UpdatedReplicas < want:
+		return fmt.Sprintf("%d of %d replicas updated", d.Status.UpdatedReplicas, want)
+	case d.Status.AvailableReplicas < want:
+		return fmt.Sprintf("%d of %d replicas available", d.Status.AvailableReplicas, want)
+	}
+	return ""
+}
+
+// Forget drops the original-replicas annotation from every controller, once
+// it is restored and Available: the move no longer needs that memory.
+func Forget(ctx context.Context, c client.Client, controllers []Controller) error {
+	for _, ctrl := range controllers {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			return fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if _, ok := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]; !ok {
+			continue
+		}
+		patch := client.MergeFrom(d.DeepCopy())
+		delete(d.Annotations, movev1alpha1.OriginalReplicasAnnotation)
+		if err := c.Patch(ctx, d, patch); err != nil {
+			return fmt.Errorf("dropping %s from controller Deployment %s: %w", movev1alpha1.OriginalReplicasAnnotation, ctrl.Key, err)
+		}
+	}
+	return nil
+}
+
+func setReplicas(ctx context.Context, c client.Client, d *appsv1.Deployment, n int32) error {
+	patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	d.Spec.Replicas = ptr.To(n)
+	if err := c.Patch(ctx, d, patch); err != nil {
+		return fmt.Errorf("scaling controller Deployment %s/%s to %d: %w", d.Namespace, d.Name, n, err)
+	}
+	return nil
+}

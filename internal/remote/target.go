@@ -1,0 +1,131 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// Target is a client for the target cluster.
+type Target struct {
+	// Client reads and writes the target directly, without a cache: a move
+	// reads each object once and must see what is there now.
+	Client client.Client
+	// Config is the REST config the client was built from.
+	Config *rest.Config
+	// Server is the target API server's URL, safe to show.
+	Server string
+}
+
+// Clients builds target clients from kubeconfig Secrets and keeps them while
+// the Secret is unchanged (same resourceVersion), so that one client, with
+// its connection pool, serves every reconcile of a move.
+type Clients struct {
+	// Reader gets the Secret. Use an uncached reader (the manager's API
+	// reader): the operator then needs only "get" on Secrets.
+	Reader client.Reader
+	Scheme *runtime.Scheme
+	// QPS and Burst limit the requests to the target.
+	QPS   float32
+	Burst int
+
+	mu      sync.Mutex
+	entries map[string]cachedTarget
+}
+
+type cachedTarget struct {
+	resourceVersion string
+	target          *Target
+}
+
+// Get returns a client for the target named by ref, a Secret in namespace.
+// Problems the user must fix come back as *Error with the reason to report.
+func (c *Clients) Get(ctx context.Context, namespace string, ref movev1alpha1.SecretKeyReference) (*Target, error) {
+	key := ref.Key
+	if key == "" {
+		key = movev1alpha1.DefaultKubeconfigSecretKey
+	}
+	secretKey := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+	secret := &corev1.Secret{}
+	if err := c.Reader.Get(ctx, secretKey, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &Error{Reason: movev1alpha1.ReasonTargetSecretNotFound, Message: fmt.Sprintf(
+				"Secret %s not found: create it with the target cluster's kubeconfig under key %q (kubectl -n %s create secret generic %s --from-file=%s=<kubeconfig>)",
+				secretKey, key, namespace, ref.Name, key)}
+		}
+		return nil, fmt.Errorf("getting target kubeconfig Secret %s: %w", secretKey, err)
+	}
+	data, ok := secret.Data[key]
+	if !ok || len(data) == 0 {
+		return nil, &Error{Reason: movev1alpha1.ReasonTargetSecretKeyNotFound, Message: fmt.Sprintf(
+			"Secret %s has no key %q: put the target cluster's kubeconfig under that key, or set spec.target.kubeconfigSecretRef.key to the key that holds it (keys present: %s)",
+			secretKey, key, keysOf(secret))}
+	}
+
+	cacheKey := secretKey.String() + "#" + key
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[cacheKey]; ok && e.resourceVersion == secret.ResourceVersion {
+		return e.target, nil
+	}
+	cfg, err := ParseKubeconfig(data, fmt.Sprintf("Secret %s key %q", secretKey, key))
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = c.QPS, c.Burst
+	cl, err := client.New(cfg, client.Options{Scheme: c.Scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building a client for the target %s: %w", cfg.Host, err)
+	}
+	t := &Target{Client: cl, Config: cfg, Server: cfg.Host}
+	if c.entries == nil {
+		c.entries = map[string]cachedTarget{}
+	}
+	c.entries[cacheKey] = cachedTarget{resourceVersion: secret.ResourceVersion, target: t}
+	return t, nil
+}
+
+func keysOf(s *corev1.Secret) string {
+	if len(s.Data) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(s.Data))
+	for k := range s.Data {
+		keys = append(keys, fmt.Sprintf("%q", k))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+// SameCluster reports whether two clients talk to the same cluster, by the
+// UID of their kube-system namespace: two API server URLs may lead to one
+// cluster, and a move onto itself would delete everything it copied.
+func SameCluster(ctx context.Context, source, target client.Reader) (bool, error) {
+	uid := func(c client.Reader, which string) (types.UID, error) {
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns); err != nil {
+			return "", fmt.Errorf("reading namespace kube-system of the %s cluster: %w", which, err)
+		}
+		return ns.UID, nil
+	}
+	s, err := uid(source, "source")
+	if err != nil {
+		return false, err
+	}
+	t, err := uid(target, "target")
+	if err != nil {
+		return false, err
+	}
+	return s == t, nil
+}
