@@ -65,19 +65,28 @@ func Blockers(ctx context.Context, c client.Reader, plan *graph.Plan) ([]graph.O
 // names the objects still blocking.
 func WaitForBlockMove(ctx context.Context, c client.Reader, plan *graph.Plan, interval time.Duration) error {
 	logger := log.FromContext(ctx)
+	var last []graph.ObjectRef
+	timedOut := func() error {
+		return fmt.Errorf("waiting for %d objects to drop the %s annotation (%s): %w",
+			len(last), graph.BlockMoveAnnotation, refList(last, 10), ctx.Err())
+	}
 	for {
 		blockers, err := Blockers(ctx, c, plan)
 		if err != nil {
+			if ctx.Err() != nil && last != nil {
+				// The deadline fell during a check: report what blocked last.
+				return timedOut()
+			}
 			return err
 		}
 		if len(blockers) == 0 {
 			return nil
 		}
+		last = blockers
 		logger.Info("waiting for objects to drop the block-move annotation", "count", len(blockers), "first", blockers[0].String())
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d objects to drop the %s annotation (%s): %w",
-				len(blockers), graph.BlockMoveAnnotation, refList(blockers, 10), ctx.Err())
+			return timedOut()
 		case <-time.After(interval):
 		}
 	}
