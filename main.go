@@ -5,12 +5,16 @@ package main
 import (
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -19,6 +23,8 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/controllers"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/remote"
 )
 
 var (
@@ -42,6 +48,8 @@ type options struct {
 	concurrency             int
 	qps                     float64
 	burst                   int
+	moveConcurrency         int
+	operatorDeployment      string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -60,6 +68,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"How many MoveOperations are reconciled at once (only one moves per source cluster; the others wait).")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady requests per second to each cluster's API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests above kube-api-qps to each cluster's API server.")
+	fs.IntVar(&o.moveConcurrency, "move-concurrency", move.DefaultConcurrency,
+		"Requests in flight to one cluster while copying, labelling or deleting objects.")
+	fs.StringVar(&o.operatorDeployment, "operator-deployment", "",
+		"namespace/name of the operator's own Deployment, never scaled down even when it matches the controllers selector.")
 }
 
 func main() {
@@ -111,9 +123,29 @@ func run(opts options) error {
 		return err
 	}
 
+	// The source is read and written without a cache: a move reads each
+	// object once, and informers for every Cluster API kind would hold the
+	// whole management state in memory.
+	source, err := client.New(restConfig, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("building the source client: %w", err)
+	}
+	self, err := parseNamespacedName(opts.operatorDeployment)
+	if err != nil {
+		return fmt.Errorf("--operator-deployment: %w", err)
+	}
 	if err := (&controllers.MoveOperationReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("move-operator"),
+		Client:    mgr.GetClient(),
+		Source:    source,
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    scheme,
+		Recorder:  mgr.GetEventRecorder("move-operator"),
+		Targets: &remote.Clients{
+			Reader: mgr.GetAPIReader(), Scheme: scheme,
+			QPS: float32(opts.qps), Burst: opts.burst,
+		},
+		Self: self,
+		Move: move.Options{Concurrency: opts.moveConcurrency},
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
 		return err
 	}
@@ -125,6 +157,17 @@ func run(opts options) error {
 		return err
 	}
 
-	setupLog.Info("starting manager", "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
+	setupLog.Info("starting manager", "operatorDeployment", self.String(), "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func parseNamespacedName(s string) (types.NamespacedName, error) {
+	if s == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, fmt.Errorf("%q is not namespace/name", s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }

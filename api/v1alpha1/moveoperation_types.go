@@ -365,6 +365,17 @@ type MoveProgress struct {
 	// deleted is the number of objects removed from the source.
 	// +optional
 	Deleted int32 `json:"deleted"`
+	// copiedGroups is how many creation groups are copied.
+	// +optional
+	CopiedGroups int32 `json:"copiedGroups,omitempty"`
+	// deletedGroups is how many creation groups are deleted from the source
+	// (deletion goes in reverse order).
+	// +optional
+	DeletedGroups int32 `json:"deletedGroups,omitempty"`
+	// lastProgressTime is when the move last copied or deleted a group; the
+	// copy timeout counts from it.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 	// summary is the progress of the current step as "done/total", the
 	// Progress column of kubectl get moveoperations.
 	// +optional

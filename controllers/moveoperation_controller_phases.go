@@ -1,0 +1,766 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/preflight"
+	"github.com/move-operator/move-operator/internal/quiesce"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// phaseFunc performs (part of) one phase. It advances the phase with
+// scope.enter when the phase is complete; the reconcile then writes the
+// status before the next phase starts.
+type phaseFunc func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// reconcilePhase runs the function of the MoveOperation's current phase.
+func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) (ctrl.Result, error) {
+	phases := map[movev1alpha1.MovePhase]phaseFunc{
+		movev1alpha1.PhasePending:         r.reconcilePending,
+		movev1alpha1.PhaseValidating:      r.reconcileValidating,
+		movev1alpha1.PhaseRecording:       r.reconcileRecording,
+		movev1alpha1.PhaseScalingDown:     r.reconcileScalingDown,
+		movev1alpha1.PhaseCopying:         r.reconcileCopying,
+		movev1alpha1.PhaseDeleting:        r.reconcileDeleting,
+		movev1alpha1.PhaseRestoringTarget: r.reconcileRestoringTarget,
+		movev1alpha1.PhaseRestoringSource: r.reconcileRestoringSource,
+		movev1alpha1.PhaseRollingBack:     r.reconcileRollingBack,
+	}
+	phase := phaseOf(s.mo)
+	fn, ok := phases[phase]
+	if !ok { // Done and Failed: nothing left to do.
+		r.runs.Delete(s.mo.UID)
+		return ctrl.Result{}, nil
+	}
+	res, err := fn(ctx, s)
+	if err != nil {
+		return res, err
+	}
+	if phaseOf(s.mo) != phase {
+		// Write the status now, then go on with the next phase.
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	return res, nil
+}
+
+// reconcilePending starts the move unless another MoveOperation is moving
+// this source cluster; a dry run never waits, since it writes nothing.
+func (r *MoveOperationReconciler) reconcilePending(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mo := s.mo
+	if len(mo.Status.PhaseTransitions) == 0 {
+		s.enter(movev1alpha1.PhasePending)
+	}
+	if !mo.Spec.DryRun {
+		blocker, err := r.activeOperation(ctx, mo)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if blocker != "" {
+			s.waiting = fmt.Sprintf("MoveOperation %s is moving this cluster; this one starts when it has ended", blocker)
+			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		}
+	}
+	mo.Status.StartTime = ptrTime(time.Now())
+	s.enter(movev1alpha1.PhaseValidating)
+	return ctrl.Result{}, nil
+}
+
+// activeOperation names the MoveOperation this one must wait for: one that
+// has started and not ended, or an older one also waiting to start.
+func (r *MoveOperationReconciler) activeOperation(ctx context.Context, mo *movev1alpha1.MoveOperation) (string, error) {
+	list := &movev1alpha1.MoveOperationList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return "", fmt.Errorf("listing MoveOperations: %w", err)
+	}
+	older := func(a, b *movev1alpha1.MoveOperation) bool {
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == mo.UID || other.Spec.DryRun || phaseOf(other).IsTerminal() {
+			continue
+		}
+		if phaseOf(other) != movev1alpha1.PhasePending || older(other, mo) {
+			return other.Namespace + "/" + other.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// reconcileValidating checks everything that can be checked before writing:
+// the input, the target, the CRDs and providers, the objects to move. A
+// problem a human can fix without changing the MoveOperation (the Secret,
+// the target's reachability) is waited for; any other fails the move.
+func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mo := s.mo
+	clusterSelector, err := clusterSelectorOf(mo)
+	if err != nil {
+		s.fail(movev1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.clusterSelector is not a valid label selector: %v", err))
+		return ctrl.Result{}, nil
+	}
+	if _, err := controllerSelectorOf(mo); err != nil {
+		s.fail(movev1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.controllers.selector is not a valid label selector: %v", err))
+		return ctrl.Result{}, nil
+	}
+	for _, ns := range mo.Spec.Namespaces {
+		if err := r.Source.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				s.fail(movev1alpha1.ReasonNamespaceNotFound, fmt.Sprintf("namespace %q in spec.namespaces does not exist in the source cluster; create a MoveOperation listing existing namespaces", ns))
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("getting namespace %s: %w", ns, err)
+		}
+	}
+
+	target, res, ok := r.target(ctx, s, true)
+	if !ok {
+		return res, nil
+	}
+	same, err := remote.SameCluster(ctx, r.Source, target.Client)
+	if err != nil {
+		s.stalled = &stall{reason: movev1alpha1.ReasonTargetUnreachable, message: fmt.Sprintf(
+			"the target API server %s does not answer: %v; check the kubeconfig Secret and the network (retrying)", target.Server, err)}
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	if same {
+		s.fail(movev1alpha1.ReasonTargetIsSource, fmt.Sprintf(
+			"the kubeconfig points at the source cluster itself (%s): a move onto itself would delete what it copied; point it at the target cluster", target.Server))
+		return ctrl.Result{}, nil
+	}
+
+	sourceTypes, err := graph.DiscoverTypes(ctx, r.Source)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("discovering the kinds to move in the source: %w", err)
+	}
+	targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("discovering the kinds to move in the target: %w", err)
+	}
+	if err := preflight.CheckCRDs(sourceTypes, targetTypes); err != nil {
+		s.fail(movev1alpha1.ReasonCRDMismatch, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if err := preflight.CheckProviders(ctx, r.Source, target.Client); err != nil {
+		s.fail(movev1alpha1.ReasonProviderMissing, err.Error())
+		return ctrl.Result{}, nil
+	}
+
+	g, err := graph.Discover(ctx, r.Source, sourceTypes, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the objects to move: %w", err)
+	}
+	plan := g.Plan(graph.Selection{ClusterSelector: clusterSelector})
+	if err := plan.Validate(); err != nil {
+		s.fail(movev1alpha1.ReasonOrphanedObjects, err.Error()+"; move their owners too (widen spec.namespaces or spec.clusterSelector), or remove the objects")
+		return ctrl.Result{}, nil
+	}
+	if paused := plan.PausedByOthers(string(mo.UID)); len(paused) > 0 {
+		s.fail(movev1alpha1.ReasonClusterPausedByOther, fmt.Sprintf(
+			"%s paused by someone else; unpause them or leave them out of the move (a move unpauses only what it paused)", joinRefs(paused)))
+		return ctrl.Result{}, nil
+	}
+	if taken := plan.LabelledByOthers(string(mo.UID)); len(taken) > 0 {
+		s.fail(movev1alpha1.ReasonUnlabelledObjects, fmt.Sprintf(
+			"%s carry the %s label of another MoveOperation that has not finished; let it finish or roll back first", joinRefs(taken), movev1alpha1.OperationLabel))
+		return ctrl.Result{}, nil
+	}
+	if err := move.CheckProvisioned(ctx, r.Source, plan); err != nil {
+		s.fail(movev1alpha1.ReasonNotProvisioned, err.Error()+"; wait for the clusters to finish provisioning, then create a new MoveOperation")
+		return ctrl.Result{}, nil
+	}
+	conflicts, err := preflight.TargetConflicts(ctx, target.Client, plan, string(mo.UID))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(conflicts) > 0 {
+		s.fail(movev1alpha1.ReasonTargetConflict, fmt.Sprintf(
+			"%s already exist in the target and were not created by this move; delete them there or leave their clusters out of the move", joinRefs(conflicts)))
+		return ctrl.Result{}, nil
+	}
+
+	warnings := slicesClone(plan.Warnings)
+	for _, c := range []struct {
+		role movev1alpha1.ClusterRole
+		cl   client.Client
+	}{{movev1alpha1.ClusterSource, r.Source}, {movev1alpha1.ClusterTarget, target.Client}} {
+		wh, err := r.webhooksOf(ctx, s, c.cl, c.role)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		for _, w := range wh.ByURL {
+			warnings = append(warnings, fmt.Sprintf("%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w))
+		}
+	}
+	mo.Status.Plan = planStatus(plan, warnings)
+	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
+	r.runFor(mo.UID).reset()
+
+	if mo.Spec.DryRun {
+		s.enter(movev1alpha1.PhaseDone)
+		return ctrl.Result{}, nil
+	}
+	s.enter(movev1alpha1.PhaseRecording)
+	return ctrl.Result{}, nil
+}
+
+// reconcileRecording saves the replica count of every controller in both
+// clusters, on the Deployments (never overwriting) and in status.
+func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *scope) (ctrl.Result, error) {
+	target, res, ok := r.target(ctx, s, false)
+	if !ok {
+		return res, nil
+	}
+	selector, err := controllerSelectorOf(s.mo)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var recorded []movev1alpha1.RecordedController
+	for _, c := range r.clusters(target) {
+		controllers, err := quiesce.SelectControllers(ctx, c.client, selector, r.excluded(c.role)...)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		done, err := quiesce.Record(ctx, c.client, controllers)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		for _, d := range done {
+			recorded = append(recorded, movev1alpha1.RecordedController{
+				Cluster: c.role, Namespace: d.Key.Namespace, Name: d.Key.Name, OriginalReplicas: ptr.Deref(d.Recorded, d.Replicas),
+			})
+		}
+	}
+	s.mo.Status.Controllers = recorded
+	s.enter(movev1alpha1.PhaseScalingDown)
+	return ctrl.Result{}, nil
+}
+
+// reconcileScalingDown pauses and labels what moves, waits for block-move to
+// clear, installs the webhook bypass and stops every controller in both
+// clusters. Each step is idempotent; the phase repeats them until the last
+// controller pod is gone.
+func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mo := s.mo
+	target, res, ok := r.target(ctx, s, false)
+	if !ok {
+		return res, nil
+	}
+	run := r.runFor(mo.UID)
+	if run.labelPlan == nil {
+		plan, err := r.buildPlan(ctx, mo, false)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := move.Pause(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
+			var other *move.PausedByOtherError
+			if errors.As(err, &other) {
+				s.fail(movev1alpha1.ReasonClusterPausedByOther, err.Error())
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		run.labelPlan = plan
+	}
+	plan := run.labelPlan
+
+	if !run.labelled {
+		blockers, err := move.Blockers(ctx, r.Source, plan)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(blockers) > 0 {
+			timeout := durationOr(mo.Spec.Timeouts.BlockMove, 10*time.Minute)
+			msg := fmt.Sprintf("%s carry the %s annotation: their providers are finishing work that must not be interrupted", joinRefs(blockers), graph.BlockMoveAnnotation)
+			if time.Since(s.phaseStarted()) > timeout {
+				s.fail(movev1alpha1.ReasonBlockMoveTimeout, fmt.Sprintf("%s, still after %s (spec.timeouts.blockMove)", msg, timeout))
+				return ctrl.Result{}, nil
+			}
+			s.waiting = "waiting: " + msg
+			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+		}
+		if _, err := move.Label(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
+			return ctrl.Result{}, err
+		}
+		run.labelled = true
+	}
+
+	remaining := map[string]int{}
+	for _, c := range r.clusters(target) {
+		controllers := r.recordedControllers(s, c.role)
+		wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := quiesce.InstallBypass(ctx, c.client, wh.Served); err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		if err := quiesce.ScaleDown(ctx, c.client, controllers); err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		pods, err := quiesce.RunningPods(ctx, c.client, controllers)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		for k, n := range pods {
+			remaining[fmt.Sprintf("%s %s", c.role, k)] = n
+		}
+	}
+	if len(remaining) > 0 {
+		timeout := durationOr(mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+		msg := fmt.Sprintf("controller pods still running: %s", formatCounts(remaining))
+		if time.Since(s.phaseStarted()) > timeout {
+			s.fail(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf("%s after %s (spec.timeouts.scaleDown)", msg, timeout))
+			return ctrl.Result{}, nil
+		}
+		s.waiting = "waiting: " + msg
+		return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+	}
+	s.enter(movev1alpha1.PhaseCopying)
+	return ctrl.Result{}, nil
+}
+
+// reconcileCopying creates the objects in the target, one creation group per
+// reconcile so that progress is written after each group. The plan is the
+// set of labelled objects; an object that should move but lacks the label
+// appeared after labelling, and fails the move.
+func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mo := s.mo
+	target, res, ok := r.target(ctx, s, false)
+	if !ok {
+		return res, nil
+	}
+	run := r.runFor(mo.UID)
+	if run.copyPlan == nil {
+		plan, err := r.buildPlan(ctx, mo, true)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if unlabelled := plan.Unlabelled(); len(unlabelled) > 0 {
+			s.fail(movev1alpha1.ReasonUnlabelledObjects, fmt.Sprintf(
+				"%s appeared after the move labelled its objects (a controller that ignores pause created them); the move is rolled back: stop that controller and retry",
+				joinRefs(unlabelled)))
+			return ctrl.Result{}, nil
+		}
+		run.copyPlan = plan
+		run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move)
+		// After a restart every group is copied again: what is already
+		// there, labelled by this move, counts as progress.
+		run.nextCopy = 0
+	}
+	plan := run.copyPlan
+	progress := progressOf(mo, plan)
+	if run.nextCopy < len(plan.Groups) {
+		if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
+			var conflict *move.ConflictError
+			if errors.As(err, &conflict) {
+				s.fail(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error()))
+				return ctrl.Result{}, nil
+			}
+			timeout := durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute)
+			since := s.phaseStarted()
+			if progress.LastProgressTime != nil && progress.LastProgressTime.After(since) {
+				since = progress.LastProgressTime.Time
+			}
+			if time.Since(since) > timeout {
+				s.fail(movev1alpha1.ReasonCopyTimeout, fmt.Sprintf("no progress copying to the target %s for %s (spec.timeouts.copy): %v", target.Server, timeout, err))
+				return ctrl.Result{}, nil
+			}
+			s.waiting = fmt.Sprintf("copying group %d of %d to the target %s failed, retrying; the move rolls back if it makes no progress by %s: %v",
+				run.nextCopy+1, len(plan.Groups), target.Server, since.Add(timeout).UTC().Format(time.RFC3339), err)
+			log.FromContext(ctx).Info("copy failed, retrying", "group", run.nextCopy+1, "error", err.Error())
+			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+		}
+		run.nextCopy++
+		progress.CopiedGroups = int32(run.nextCopy)
+		progress.Copied = int32(objectsIn(plan.Groups[:run.nextCopy]))
+		progress.LastProgressTime = ptrTime(time.Now())
+		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	s.enter(movev1alpha1.PhaseDeleting)
+	return ctrl.Result{}, nil
+}
+
+// reconcileDeleting deletes the moved objects from the source, last group
+// first. This is the point of no return: errors are retried, never rolled back.
+func (r *MoveOperationReconciler) reconcileDeleting(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mo := s.mo
+	run := r.runFor(mo.UID)
+	if run.deletePlan == nil {
+		// Built from what is still in the source: after a restart, the
+		// objects already deleted are simply not in it.
+		plan, err := r.buildPlan(ctx, mo, true)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		run.deletePlan = plan
+		run.nextDelete = len(plan.Groups) - 1
+	}
+	plan := run.deletePlan
+	progress := progressOf(mo, plan)
+	if run.nextDelete >= 0 {
+		result, err := move.DeleteGroup(ctx, r.Source, plan, run.nextDelete, r.Move)
+		if err != nil {
+			s.waiting = fmt.Sprintf("deleting group %d from the source failed, retrying (past the point of no return the move only goes forward): %v", run.nextDelete+1, err)
+			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+		}
+		run.nextDelete--
+		progress.Deleted += int32(result.Deleted + result.Gone)
+		progress.DeletedGroups++
+		progress.LastProgressTime = ptrTime(time.Now())
+		objectsDeleted.Add(float64(result.Deleted))
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	s.enter(movev1alpha1.PhaseRestoringTarget)
+	return ctrl.Result{}, nil
+}
+
+// reconcileRestoringTarget brings the target's controllers back, then
+// removes the bypass and the labels (a final pass of every moved object
+// through the real webhooks) and unpauses what moved.
+func (r *MoveOperationReconciler) reconcileRestoringTarget(ctx context.Context, s *scope) (ctrl.Result, error) {
+	target, res, ok := r.target(ctx, s, false)
+	if !ok {
+		return res, nil
+	}
+	if res, done, err := r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, true); !done || err != nil {
+		return res, err
+	}
+	s.enter(movev1alpha1.PhaseRestoringSource)
+	return ctrl.Result{}, nil
+}
+
+// reconcileRestoringSource brings the source's controllers back.
+func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true); !done || err != nil {
+		return res, err
+	}
+	s.enter(movev1alpha1.PhaseDone)
+	return ctrl.Result{}, nil
+}
+
+// reconcileRollingBack undoes a move that failed before the point of no
+// return: what it created in the target goes, the controllers come back
+// (target first), and the source's objects are unlabelled and unpaused.
+func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mo := s.mo
+	target, res, ok := r.target(ctx, s, false)
+	if !ok {
+		return res, nil
+	}
+	run := r.runFor(mo.UID)
+	if !run.targetCleared {
+		targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
+		if err != nil {
+			s.waiting = fmt.Sprintf("cannot read the target %s to delete what the move created there, retrying: %v", target.Server, err)
+			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+		}
+		if _, err := move.Rollback(ctx, target.Client, targetTypes, run.copyPlan, string(mo.UID), r.Move); err != nil {
+			s.waiting = fmt.Sprintf("deleting what the move created in the target %s failed, retrying: %v", target.Server, err)
+			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+		}
+		run.targetCleared = true
+	}
+	for _, c := range []struct {
+		role movev1alpha1.ClusterRole
+		cl   client.Client
+	}{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}} {
+		if res, done, err := r.restore(ctx, s, c.cl, c.role, c.role == movev1alpha1.ClusterSource); !done || err != nil {
+			return res, err
+		}
+	}
+	s.enter(movev1alpha1.PhaseFailed)
+	return ctrl.Result{}, nil
+}
+
+// restore brings one cluster's controllers back to their recorded replicas,
+// waits until they are Available, removes the webhook bypass, and, when
+// unlabel is set, takes the operation label off every object and unpauses
+// what this move paused; last it forgets the recorded replicas. It reports
+// done=false while it waits.
+func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, unlabel bool) (ctrl.Result, bool, error) {
+	mo := s.mo
+	controllers, err := r.controllersToRestore(ctx, s, c, role)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	fallback := ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1)
+	if _, err := quiesce.Restore(ctx, c, controllers, fallback); err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	unavailable, err := quiesce.Unavailable(ctx, c, controllers)
+	if err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if len(unavailable) > 0 {
+		timeout := durationOr(mo.Spec.Timeouts.ScaleUp, 10*time.Minute)
+		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(unavailable))
+		if time.Since(s.phaseStarted()) > timeout {
+			// Past the point of no return nothing can be undone: keep
+			// waiting, and ask for a human.
+			s.stalled = &stall{reason: movev1alpha1.ReasonScaleUpTimeout, message: fmt.Sprintf(
+				"%s after %s (spec.timeouts.scaleUp); check those Deployments' pods; the move goes on once they are Available", msg, timeout)}
+		} else {
+			s.waiting = "waiting: " + msg
+		}
+		return ctrl.Result{RequeueAfter: r.PollInterval}, false, nil
+	}
+	if err := quiesce.RemoveBypass(ctx, c); err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if unlabel {
+		ts, err := graph.DiscoverTypes(ctx, c)
+		if err != nil {
+			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+		}
+		if _, err := move.Unlabel(ctx, c, ts, string(mo.UID), r.Move); err != nil {
+			// The label comes off through the real webhooks: a refusal here
+			// is a moved object that the provider finds invalid.
+			s.waiting = fmt.Sprintf("removing the %s label in the %s cluster failed, retrying: %v", movev1alpha1.OperationLabel, role, err)
+			return ctrl.Result{RequeueAfter: r.PollInterval}, false, nil
+		}
+		if _, err := move.Unpause(ctx, c, ts, string(mo.UID), r.Move); err != nil {
+			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+		}
+	}
+	if err := quiesce.Forget(ctx, c, controllers); err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return ctrl.Result{}, true, nil
+}
+
+// controllersToRestore returns the controllers of one cluster that this
+// move stopped: those recorded in status, and those carrying the
+// original-replicas annotation (recorded on the Deployment before a crash
+// kept it out of status). A Deployment with neither was never touched.
+func (r *MoveOperationReconciler) controllersToRestore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) ([]quiesce.Controller, error) {
+	selector, err := controllerSelectorOf(s.mo)
+	if err != nil {
+		return nil, err
+	}
+	found, err := quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	seen := map[types.NamespacedName]bool{}
+	var out []quiesce.Controller
+	for _, ctrl := range found {
+		if ctrl.Recorded != nil {
+			out = append(out, ctrl)
+			seen[ctrl.Key] = true
+		}
+	}
+	for _, ctrl := range r.recordedControllers(s, role) {
+		if !seen[ctrl.Key] {
+			out = append(out, ctrl)
+		}
+	}
+	return out, nil
+}
+
+// recordedControllers returns the controllers of one cluster recorded in status.
+func (r *MoveOperationReconciler) recordedControllers(s *scope, role movev1alpha1.ClusterRole) []quiesce.Controller {
+	var out []quiesce.Controller
+	for _, c := range s.mo.Status.Controllers {
+		if c.Cluster == role {
+			out = append(out, quiesce.Controller{Key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Recorded: ptr.To(c.OriginalReplicas)})
+		}
+	}
+	return out
+}
+
+// webhooksOf maps a cluster's webhooks to the controllers this move stops
+// there (recorded in status once Recording is done, selected before).
+func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
+	controllers := r.recordedControllers(s, role)
+	if len(s.mo.Status.Controllers) == 0 {
+		selector, err := controllerSelectorOf(s.mo)
+		if err != nil {
+			return nil, err
+		}
+		if controllers, err = quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...); err != nil {
+			return nil, fmt.Errorf("%s cluster: %w", role, err)
+		}
+	}
+	wh, err := quiesce.FindWebhooks(ctx, c, controllers)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return wh, nil
+}
+
+// target returns the target's client. When the Secret or kubeconfig is
+// wrong, it reports why and asks to be called again later (ok=false); in
+// Validating that stalls the move, later it is waited for.
+func (r *MoveOperationReconciler) target(ctx context.Context, s *scope, validating bool) (*remote.Target, ctrl.Result, bool) {
+	t, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef)
+	if err == nil {
+		return t, ctrl.Result{}, true
+	}
+	var re *remote.Error
+	if errors.As(err, &re) {
+		if validating || s.mo.Status.Phase == movev1alpha1.PhaseRollingBack {
+			s.stalled = &stall{reason: re.Reason, message: re.Message}
+		} else {
+			s.waiting = fmt.Sprintf("cannot reach the target: %s", re.Message)
+		}
+		return nil, ctrl.Result{RequeueAfter: 10 * time.Second}, false
+	}
+	s.waiting = fmt.Sprintf("cannot reach the target: %v", err)
+	return nil, ctrl.Result{RequeueAfter: r.PollInterval}, false
+}
+
+type clusterClient struct {
+	role   movev1alpha1.ClusterRole
+	client client.Client
+}
+
+// clusters returns both clusters, target first: the order in which they are
+// restored.
+func (r *MoveOperationReconciler) clusters(target *remote.Target) []clusterClient {
+	return []clusterClient{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}}
+}
+
+// excluded returns the Deployments never to stop in a cluster: the
+// operator's own, in the source.
+func (r *MoveOperationReconciler) excluded(role movev1alpha1.ClusterRole) []types.NamespacedName {
+	if role == movev1alpha1.ClusterSource && r.Self.Name != "" {
+		return []types.NamespacedName{r.Self}
+	}
+	return nil
+}
+
+// buildPlan reads the source and plans the move. A pinned plan moves exactly
+// the objects labelled with this operation.
+func (r *MoveOperationReconciler) buildPlan(ctx context.Context, mo *movev1alpha1.MoveOperation, pinned bool) (*graph.Plan, error) {
+	clusterSelector, err := clusterSelectorOf(mo)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := graph.DiscoverTypes(ctx, r.Source)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the kinds to move: %w", err)
+	}
+	g, err := graph.Discover(ctx, r.Source, ts, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
+	if err != nil {
+		return nil, fmt.Errorf("reading the objects to move: %w", err)
+	}
+	sel := graph.Selection{ClusterSelector: clusterSelector}
+	if pinned {
+		sel.PinnedTo = string(mo.UID)
+	}
+	return g.Plan(sel), nil
+}
+
+func clusterSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
+	if mo.Spec.ClusterSelector == nil {
+		return nil, nil
+	}
+	return metav1.LabelSelectorAsSelector(mo.Spec.ClusterSelector)
+}
+
+func controllerSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
+	sel := mo.Spec.Controllers.Selector
+	if sel == nil {
+		sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: movev1alpha1.DefaultControllerLabel, Operator: metav1.LabelSelectorOpExists,
+		}}}
+	}
+	return metav1.LabelSelectorAsSelector(sel)
+}
+
+func planStatus(plan *graph.Plan, warnings []string) *movev1alpha1.MovePlan {
+	out := &movev1alpha1.MovePlan{Objects: int32(plan.Len()), Groups: int32(len(plan.Groups))}
+	for _, k := range plan.Kinds() {
+		out.Kinds = append(out.Kinds, movev1alpha1.KindCount{Kind: k.Kind, Count: int32(k.Count)})
+	}
+	if len(warnings) > 100 {
+		warnings = append(warnings[:99], fmt.Sprintf("... and %d more warnings", len(warnings)-99))
+	}
+	out.Warnings = warnings
+	return out
+}
+
+func progressOf(mo *movev1alpha1.MoveOperation, plan *graph.Plan) *movev1alpha1.MoveProgress {
+	if mo.Status.Progress == nil {
+		mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
+	}
+	return mo.Status.Progress
+}
+
+func objectsIn(groups [][]*graph.Object) int {
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	return n
+}
+
+func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return fallback
+	}
+	return d.Duration
+}
+
+// joinRefs names objects for a message, the first ten of them.
+func joinRefs(refs []graph.ObjectRef) string {
+	names := make([]string, 0, len(refs))
+	for i, ref := range refs {
+		if i == 10 {
+			names = append(names, fmt.Sprintf("and %d more", len(refs)-10))
+			break
+		}
+		names = append(names, ref.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s (%d)", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatReasons(m map[types.NamespacedName]string) string {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s (%s)", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func slicesClone(in []string) []string { return append([]string(nil), in...) }

@@ -1,0 +1,140 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// stepConditions maps each step condition to the phase that performs it.
+var stepConditions = []struct {
+	condition string
+	phase     movev1alpha1.MovePhase
+}{
+	{movev1alpha1.ValidatedCondition, movev1alpha1.PhaseValidating},
+	{movev1alpha1.ControllersRecordedCondition, movev1alpha1.PhaseRecording},
+	{movev1alpha1.ControllersScaledDownCondition, movev1alpha1.PhaseScalingDown},
+	{movev1alpha1.ObjectsCopiedCondition, movev1alpha1.PhaseCopying},
+	{movev1alpha1.ObjectsDeletedCondition, movev1alpha1.PhaseDeleting},
+	{movev1alpha1.TargetRestoredCondition, movev1alpha1.PhaseRestoringTarget},
+	{movev1alpha1.SourceRestoredCondition, movev1alpha1.PhaseRestoringSource},
+	{movev1alpha1.RolledBackCondition, movev1alpha1.PhaseRollingBack},
+}
+
+// setConditions computes every condition from the facts: the phase, the
+// phases entered so far, the failure, and what this reconcile found the
+// current phase waiting for. It is the only place conditions are set.
+//
+// Ready, Reconciling and Stalled follow kstatus: Reconciling is True while
+// the move progresses and absent once it ended; Stalled is True when it
+// needs a human (bad input, or Failed) and absent otherwise; Ready is True
+// only when Done.
+func setConditions(s *scope, now time.Time) {
+	mo := s.mo
+	phase := phaseOf(mo)
+	gen := mo.Generation
+	set := func(t string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&mo.Status.Conditions, metav1.Condition{
+			Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: gen,
+			LastTransitionTime: metav1.NewTime(now),
+		})
+	}
+	entered := map[movev1alpha1.MovePhase]bool{}
+	for _, t := range mo.Status.PhaseTransitions {
+		entered[t.Phase] = true
+	}
+	failedPhase := failedIn(mo)
+
+	// Step conditions.
+	for _, step := range stepConditions {
+		switch {
+		case phase == step.phase && s.stalled != nil:
+			set(step.condition, metav1.ConditionFalse, s.stalled.reason, s.stalled.message)
+		case phase == step.phase:
+			msg := fmt.Sprintf("%s in progress", step.phase)
+			if s.waiting != "" {
+				msg = s.waiting
+			}
+			set(step.condition, metav1.ConditionFalse, movev1alpha1.ReasonProgressing, msg)
+		case failedPhase == step.phase:
+			set(step.condition, metav1.ConditionFalse, mo.Status.FailureReason, mo.Status.FailureMessage)
+		case step.phase == movev1alpha1.PhaseRollingBack && entered[step.phase] && phase == movev1alpha1.PhaseFailed:
+			set(step.condition, metav1.ConditionTrue, movev1alpha1.ReasonSucceeded,
+				"both clusters are back as they were before the move: objects created in the target deleted, controllers and webhooks restored, source objects unlabelled and unpaused")
+		case entered[step.phase]:
+			set(step.condition, metav1.ConditionTrue, movev1alpha1.ReasonSucceeded, fmt.Sprintf("%s completed", step.phase))
+		}
+	}
+	if mo.Spec.DryRun && phase == movev1alpha1.PhaseDone {
+		set(movev1alpha1.ValidatedCondition, metav1.ConditionTrue, movev1alpha1.ReasonDryRun,
+			"dry run: the plan is in status.plan; nothing was written to either cluster")
+	}
+
+	// kstatus conditions.
+	switch {
+	case phase == movev1alpha1.PhaseDone:
+		reason, msg := movev1alpha1.ReasonSucceeded, "the move completed: every object is in the target and every controller is back"
+		if mo.Spec.DryRun {
+			reason, msg = movev1alpha1.ReasonDryRun, "dry run completed: the plan is in status.plan; nothing was written to either cluster"
+		}
+		set(movev1alpha1.ReadyCondition, metav1.ConditionTrue, reason, msg)
+		meta.RemoveStatusCondition(&mo.Status.Conditions, movev1alpha1.ReconcilingCondition)
+		meta.RemoveStatusCondition(&mo.Status.Conditions, movev1alpha1.StalledCondition)
+	case phase == movev1alpha1.PhaseFailed:
+		set(movev1alpha1.ReadyCondition, metav1.ConditionFalse, mo.Status.FailureReason, mo.Status.FailureMessage)
+		set(movev1alpha1.StalledCondition, metav1.ConditionTrue, mo.Status.FailureReason, mo.Status.FailureMessage)
+		meta.RemoveStatusCondition(&mo.Status.Conditions, movev1alpha1.ReconcilingCondition)
+	case s.stalled != nil:
+		set(movev1alpha1.ReadyCondition, metav1.ConditionFalse, s.stalled.reason, s.stalled.message)
+		set(movev1alpha1.StalledCondition, metav1.ConditionTrue, s.stalled.reason, s.stalled.message)
+		meta.RemoveStatusCondition(&mo.Status.Conditions, movev1alpha1.ReconcilingCondition)
+	default:
+		reason, msg := movev1alpha1.ReasonProgressing, progressMessage(mo, s.waiting)
+		if phase == movev1alpha1.PhasePending && s.waiting != "" {
+			reason = movev1alpha1.ReasonWaitingForActiveOperation
+		}
+		if phase == movev1alpha1.PhaseRollingBack {
+			reason = mo.Status.FailureReason
+		}
+		set(movev1alpha1.ReadyCondition, metav1.ConditionFalse, reason, msg)
+		set(movev1alpha1.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
+		meta.RemoveStatusCondition(&mo.Status.Conditions, movev1alpha1.StalledCondition)
+	}
+	setProgressSummary(mo)
+}
+
+func progressMessage(mo *movev1alpha1.MoveOperation, waiting string) string {
+	msg := fmt.Sprintf("phase %s", phaseOf(mo))
+	if phaseOf(mo) == movev1alpha1.PhaseRollingBack {
+		msg = fmt.Sprintf("rolling back: %s", mo.Status.FailureMessage)
+	}
+	if waiting != "" {
+		msg += ": " + waiting
+	}
+	return msg
+}
+
+// setProgressSummary writes the Progress column: objects done in the current
+// step out of its total.
+func setProgressSummary(mo *movev1alpha1.MoveOperation) {
+	p := mo.Status.Progress
+	if p == nil {
+		return
+	}
+	switch phaseOf(mo) {
+	case movev1alpha1.PhaseCopying:
+		p.Summary = fmt.Sprintf("%d/%d", p.Copied, p.Total)
+	case movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget, movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone:
+		if mo.Spec.DryRun {
+			p.Summary = fmt.Sprintf("0/%d", p.Total)
+			return
+		}
+		p.Summary = fmt.Sprintf("%d/%d", p.Copied, p.Total)
+	default:
+		p.Summary = fmt.Sprintf("%d/%d", p.Copied, p.Total)
+	}
+}

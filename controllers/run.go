@@ -1,0 +1,43 @@
+package controllers
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+)
+
+// run is what the reconciler keeps in memory between reconciles of one
+// MoveOperation, to avoid reading every object again for every group. All
+// of it can be rebuilt from the clusters: a restarted operator starts with
+// an empty run and reaches the same result.
+type run struct {
+	// labelPlan is the plan ScalingDown pauses and labels.
+	labelPlan *graph.Plan
+	// labelled is set once every object of labelPlan carries the label.
+	labelled bool
+
+	// copyPlan is the pinned plan Copying creates in the target, group by
+	// group; nextCopy is the next group to create.
+	copyPlan *graph.Plan
+	copier   *move.Copier
+	nextCopy int
+
+	// deletePlan is the pinned plan Deleting removes from the source, last
+	// group first; nextDelete is the next group to delete.
+	deletePlan *graph.Plan
+	nextDelete int
+
+	// targetCleared is set once a rollback has deleted what the move
+	// created in the target.
+	targetCleared bool
+}
+
+// reset forgets everything: the plan changed.
+func (r *run) reset() { *r = run{} }
+
+// runFor returns the run of a MoveOperation, creating it when absent.
+func (r *MoveOperationReconciler) runFor(uid types.UID) *run {
+	v, _ := r.runs.LoadOrStore(uid, &run{})
+	return v.(*run)
+}

@@ -1,0 +1,161 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+)
+
+// CheckCRDs fails, naming every CRD concerned, when a kind to move is not
+// installed in the target, is stored there at another version than in the
+// source, or holds objects stored at more than its storage version in either
+// cluster. Objects are read and written at the storage version only, so no
+// conversion webhook is needed while the providers are down; a second stored
+// version would mean objects a conversion webhook must still rewrite.
+func CheckCRDs(source, target *graph.Types) error {
+	var problems []string
+	for _, st := range source.All() {
+		if st.GVK.Group == "" {
+			continue // Secrets and ConfigMaps
+		}
+		gk := st.GVK.GroupKind()
+		tt, ok := target.Lookup(gk)
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s (%s) is not installed in the target: install the same provider version there first", st.Resource, graph.KindString(gk)))
+			continue
+		case tt.GVK.Version != st.GVK.Version:
+			problems = append(problems, fmt.Sprintf("%s is stored at %s in the source and %s in the target: install the same provider version in both", st.Resource, st.GVK.Version, tt.GVK.Version))
+		}
+		for _, c := range []struct {
+			which string
+			t     *graph.Type
+		}{{"source", st}, {"target", tt}} {
+			if extra := otherVersions(c.t); len(extra) > 0 {
+				problems = append(problems, fmt.Sprintf("%s in the %s still has objects stored at %s besides %s: migrate them to the storage version and trim status.storedVersions first",
+					c.t.Resource, c.which, strings.Join(extra, ", "), c.t.GVK.Version))
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the CRDs do not allow a move: %s", strings.Join(problems, "; "))
+}
+
+func otherVersions(t *graph.Type) []string {
+	var out []string
+	for _, v := range t.StoredVersions {
+		if v != t.GVK.Version {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// providerGVK is clusterctl's inventory of installed providers.
+var providerGVK = schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "ProviderList"}
+
+// CheckProviders fails, naming them, when a provider recorded in the source's
+// clusterctl inventory is not recorded in the target's. A source without an
+// inventory (not installed by clusterctl) is not checked.
+func CheckProviders(ctx context.Context, source, target client.Reader) error {
+	have := func(c client.Reader) (map[string]bool, bool, error) {
+		full := &unstructured.UnstructuredList{}
+		full.SetGroupVersionKind(providerGVK)
+		if err := c.List(ctx, full); err != nil {
+			if meta.IsNoMatchError(err) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("listing clusterctl Providers: %w", err)
+		}
+		out := map[string]bool{}
+		for _, p := range full.Items {
+			typ, _, _ := unstructured.NestedString(p.Object, "type")
+			name, _, _ := unstructured.NestedString(p.Object, "providerName")
+			out[typ+"/"+name] = true
+		}
+		return out, true, nil
+	}
+	src, ok, err := have(source)
+	if err != nil || !ok {
+		return err
+	}
+	tgt, _, err := have(target)
+	if err != nil {
+		return fmt.Errorf("in the target: %w", err)
+	}
+	var missing []string
+	for p := range src {
+		if !tgt[p] {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("providers installed in the source are missing in the target: %s; install them there (clusterctl init) first", strings.Join(missing, ", "))
+}
+
+// TargetConflicts returns the objects of the plan that already exist in the
+// target and were not created by this operation: copying would overwrite
+// them. Global objects and their hierarchies are used as found, so they do
+// not conflict. One LIST per kind and namespace, metadata only.
+func TargetConflicts(ctx context.Context, target client.Reader, plan *graph.Plan, operation string) ([]graph.ObjectRef, error) {
+	wanted := map[schema.GroupVersionKind]map[client.ObjectKey]graph.ObjectRef{}
+	for _, o := range plan.Objects() {
+		if o.Global || o.InGlobalHierarchy {
+			continue
+		}
+		if wanted[o.GVK] == nil {
+			wanted[o.GVK] = map[client.ObjectKey]graph.ObjectRef{}
+		}
+		wanted[o.GVK][o.Key()] = o.ObjectRef
+	}
+	var conflicts []graph.ObjectRef
+	for gvk, objs := range wanted {
+		for _, ns := range namespacesOf(objs) {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := target.List(ctx, list, client.InNamespace(ns)); err != nil {
+				if meta.IsNoMatchError(err) {
+					break // the kind is not in the target; CheckCRDs reports it
+				}
+				return nil, fmt.Errorf("listing %s in namespace %s of the target: %w", graph.KindString(gvk.GroupKind()), ns, err)
+			}
+			for i := range list.Items {
+				item := &list.Items[i]
+				ref, ok := objs[client.ObjectKeyFromObject(item)]
+				if ok && item.Labels[movev1alpha1.OperationLabel] != operation {
+					conflicts = append(conflicts, ref)
+				}
+			}
+		}
+	}
+	slices.SortFunc(conflicts, func(a, b graph.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+	return conflicts, nil
+}
+
+func namespacesOf(objs map[client.ObjectKey]graph.ObjectRef) []string {
+	seen := map[string]bool{}
+	var out []string
+	for k := range objs {
+		if !seen[k.Namespace] {
+			seen[k.Namespace] = true
+			out = append(out, k.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
