@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,6 +35,8 @@ type Copier struct {
 	targetUIDs map[types.UID]types.UID
 	// namespaces holds the target namespaces known to exist.
 	namespaces map[string]bool
+	// planCounts counts the plan's objects per kind and namespace.
+	planCounts map[kindNamespace]int
 }
 
 // NewCopier returns a Copier of the plan's objects from source to target for
@@ -84,8 +88,8 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 		result   CopyResult
 		deferred []deferredOwners
 	)
-	err := forEach(ctx, objects, c.opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
-		created, later, err := c.copyObject(ctx, o)
+	err := forEachSeq(ctx, c.sources(ctx, objects), c.opts.concurrency(), func(ctx context.Context, item sourceItem) error {
+		created, later, err := c.copyObject(ctx, item.object, item.source)
 		if err != nil {
 			return err
 		}
@@ -125,13 +129,133 @@ type deferredOwners struct {
 	refs      []metav1.OwnerReference // as in the source, UIDs still the source's
 }
 
+// sourceItem is an object to copy, with its source copy when a list
+// already read it (nil when it is to be read on its own).
+type sourceItem struct {
+	object *graph.Object
+	source *unstructured.Unstructured
+}
+
+// listThreshold decides how the objects of a group are read from the
+// source. Objects of one kind and namespace are listed, page by page, when
+// the group holds at least listMinimum of them and at least a third of the
+// plan's objects of that kind and namespace: one LIST then replaces many
+// GETs while transferring at most three times what is copied. The others are
+// read one by one.
+const (
+	listMinimum  = 4
+	listFraction = 3
+)
+
+type kindNamespace struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+}
+
+// sources yields the objects of a group with their source copies, reading
+// them as the copy consumes them, so that memory holds a page and the
+// objects in flight, never a whole group.
+func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[sourceItem] {
+	return func(yield func(sourceItem) bool) {
+		c.mu.Lock()
+		if c.planCounts == nil {
+			c.planCounts = map[kindNamespace]int{}
+			for _, o := range c.plan.Objects() {
+				c.planCounts[kindNamespace{o.GVK, o.Namespace}]++
+			}
+		}
+		planCounts := c.planCounts
+		c.mu.Unlock()
+
+		inGroup := map[kindNamespace]map[types.UID]*graph.Object{}
+		var pairs []kindNamespace
+		for _, o := range objects {
+			k := kindNamespace{o.GVK, o.Namespace}
+			if inGroup[k] == nil {
+				inGroup[k] = map[types.UID]*graph.Object{}
+				pairs = append(pairs, k)
+			}
+			inGroup[k][o.UID] = o
+		}
+
+		for _, k := range pairs {
+			members := inGroup[k]
+			if len(members) < listMinimum || len(members)*listFraction < planCounts[k] {
+				continue
+			}
+			stopped := false
+			err := listFull(ctx, c.source, k.gvk, k.namespace, func(u *unstructured.Unstructured) bool {
+				o, ok := members[u.GetUID()]
+				if !ok {
+					return true
+				}
+				delete(members, u.GetUID())
+				if !yield(sourceItem{object: o, source: u}) {
+					stopped = true
+				}
+				return !stopped
+			})
+			if stopped {
+				return
+			}
+			if err != nil {
+				// Read whatever the list did not deliver one by one; a
+				// source that is really unreachable fails there, per object.
+				log.FromContext(ctx).V(1).Info("listing the source failed, reading objects one by one",
+					"kind", graph.KindString(k.gvk.GroupKind()), "namespace", k.namespace, "error", err.Error())
+			}
+		}
+		// Objects not listed, or that a list did not return (their GET
+		// reports why), in the group's order.
+		for _, o := range objects {
+			if _, pending := inGroup[kindNamespace{o.GVK, o.Namespace}][o.UID]; pending {
+				if !yield(sourceItem{object: o}) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// listFull lists the objects of a kind in a namespace ("" for all, or for a
+// cluster-scoped kind) in full, page by page, and calls each for every
+// object until it returns false.
+func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, namespace string, each func(*unstructured.Unstructured) bool) error {
+	token := ""
+	for {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		opts := []client.ListOption{client.Limit(pageSize), client.Continue(token)}
+		if namespace != "" {
+			opts = append(opts, client.InNamespace(namespace))
+		}
+		if err := retry(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			item.SetGroupVersionKind(gvk)
+			if !each(item) {
+				return nil
+			}
+		}
+		token = list.GetContinue()
+		if token == "" {
+			return nil
+		}
+	}
+}
+
 // copyObject creates one object in the target, and returns whether it
-// created it, and the owner references left to link.
-func (c *Copier) copyObject(ctx context.Context, o *graph.Object) (bool, *deferredOwners, error) {
-	src := &unstructured.Unstructured{}
-	src.SetGroupVersionKind(o.GVK)
-	if err := retry(ctx, func() error { return c.source.Get(ctx, o.Key(), src) }); err != nil {
-		return false, nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
+// created it, and the owner references left to link. src is the object as
+// read from the source, or nil to read it here.
+func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (bool, *deferredOwners, error) {
+	if src == nil {
+		src = &unstructured.Unstructured{}
+		src.SetGroupVersionKind(o.GVK)
+		if err := retry(ctx, func() error { return c.source.Get(ctx, o.Key(), src) }); err != nil {
+			return false, nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
+		}
 	}
 	if src.GetUID() != o.UID {
 		return false, nil, fmt.Errorf("reading %s from the source: it was replaced since the plan was made (UID %s, planned %s)", o.ObjectRef, src.GetUID(), o.UID)

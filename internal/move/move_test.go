@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
@@ -260,3 +264,74 @@ func TestClusterNotProvisioned(t *testing.T) {
 		})
 	}
 }
+
+func TestSourcesListLargeGroupsAndReadSmallOnesOneByOne(t *testing.T) {
+	types := graph.NewTypes(graph.CoreTypes()...)
+	configMaps := func(namespace string, n int) []client.Object {
+		var out []client.Object
+		for i := range n {
+			out = append(out, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Namespace: namespace, Name: fmt.Sprintf("cm-%d", i), UID: uidOf(namespace, i),
+				Labels: map[string]string{graph.MoveLabel: ""},
+			}})
+		}
+		return out
+	}
+	tests := []struct {
+		name          string
+		objs          []client.Object
+		wantLists     int
+		wantPreloaded int
+	}{
+		{name: "ten objects of one kind and namespace are listed", objs: configMaps("many", 10), wantLists: 1, wantPreloaded: 10},
+		{name: "three objects are left to be read one by one", objs: configMaps("few", 3)},
+		{name: "each kind and namespace is decided on its own", objs: append(configMaps("many", 10), configMaps("few", 3)...), wantLists: 1, wantPreloaded: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var lists, gets atomic.Int32
+			source := interceptor.NewClient(fake.NewClientBuilder().WithObjects(tt.objs...).Build(), interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					lists.Add(1)
+					return c.List(ctx, list, opts...)
+				},
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					gets.Add(1)
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			g := graph.New(types, nil)
+			for _, o := range tt.objs {
+				u := &unstructured.Unstructured{}
+				u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+				u.SetNamespace(o.GetNamespace())
+				u.SetName(o.GetName())
+				u.SetUID(o.GetUID())
+				u.SetLabels(o.GetLabels())
+				if err := g.Add(u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := g.Plan(graph.Selection{})
+			c := NewCopier(source, nil, p, "op", Options{})
+			seen, preloaded := 0, 0
+			for item := range c.sources(context.Background(), p.Groups[0]) {
+				seen++
+				if item.source != nil {
+					preloaded++
+					if item.source.GetUID() != item.object.UID {
+						t.Errorf("%s came with the source copy of %s", item.object, item.source.GetName())
+					}
+				}
+			}
+			// The objects not listed are read one by one by the copy itself,
+			// not by sources.
+			if seen != len(tt.objs) || preloaded != tt.wantPreloaded || int(lists.Load()) != tt.wantLists || gets.Load() != 0 {
+				t.Errorf("%d items, %d read by a list, %d lists, %d gets; want %d, %d, %d, 0",
+					seen, preloaded, lists.Load(), gets.Load(), len(tt.objs), tt.wantPreloaded, tt.wantLists)
+			}
+		})
+	}
+}
+
+func uidOf(namespace string, i int) types.UID { return types.UID(fmt.Sprintf("%s-%d", namespace, i)) }

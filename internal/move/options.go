@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,6 +92,14 @@ func (e *GroupError) Unwrap() []error { return e.Errors }
 // and gathers the errors. It stops starting new calls once maxGroupErrors
 // have failed or the context is done.
 func forEach[T any](ctx context.Context, items []T, concurrency int, fn func(context.Context, T) error) error {
+	return forEachSeq(ctx, slices.Values(items), concurrency, fn)
+}
+
+// forEachSeq is forEach over a sequence produced while the calls run, so
+// that items can be read as they are needed rather than all held at once.
+// The sequence is always consumed to its end; items after the stop are
+// counted as skipped.
+func forEachSeq[T any](ctx context.Context, items iter.Seq[T], concurrency int, fn func(context.Context, T) error) error {
 	var (
 		mu      sync.Mutex
 		errs    []error
@@ -97,7 +107,7 @@ func forEach[T any](ctx context.Context, items []T, concurrency int, fn func(con
 		wg      sync.WaitGroup
 	)
 	sem := make(chan struct{}, concurrency)
-	for _, item := range items {
+	for item := range items {
 		// Take a slot first, so that the decision to go on sees the result
 		// of every call that finished before it.
 		sem <- struct{}{}
