@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,16 +77,34 @@ func recordedReplicas(d *appsv1.Deployment) (int32, bool, error) {
 func Record(ctx context.Context, c client.Client, controllers []Controller) ([]Controller, error) {
 	out := make([]Controller, 0, len(controllers))
 	for _, ctrl := range controllers {
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, ctrl.Key, d); err != nil {
-			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
-		}
-		if n, ok, err := recordedReplicas(d); err != nil {
+		recorded, err := record(ctx, c, ctrl.Key)
+		if err != nil {
 			return nil, err
-		} else if ok {
-			ctrl.Recorded = ptr.To(n)
-			out = append(out, ctrl)
-			continue
+		}
+		ctrl.Recorded = ptr.To(recorded)
+		out = append(out, ctrl)
+	}
+	return out, nil
+}
+
+// record saves one Deployment's replica count unless already saved, and
+// returns the saved count. The write is conditional on the resourceVersion
+// read, so the count saved is the count the Deployment had when saved; a
+// conflict (its status changed meanwhile, say) reads it again.
+func record(ctx context.Context, c client.Client, key types.NamespacedName) (int32, error) {
+	var recorded int32
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, key, d); err != nil {
+			return fmt.Errorf("getting controller Deployment %s: %w", key, err)
+		}
+		n, ok, err := recordedReplicas(d)
+		if err != nil {
+			return err
+		}
+		if ok {
+			recorded = n
+			return nil
 		}
 		replicas := ptr.Deref(d.Spec.Replicas, 1)
 		patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -94,12 +113,15 @@ func Record(ctx context.Context, c client.Client, controllers []Controller) ([]C
 		}
 		d.Annotations[movev1alpha1.OriginalReplicasAnnotation] = strconv.Itoa(int(replicas))
 		if err := c.Patch(ctx, d, patch); err != nil {
-			return nil, fmt.Errorf("recording replicas of controller Deployment %s: %w", ctrl.Key, err)
+			return err
 		}
-		ctrl.Replicas, ctrl.Recorded = replicas, ptr.To(replicas)
-		out = append(out, ctrl)
+		recorded = replicas
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recording replicas of controller Deployment %s: %w", key, err)
 	}
-	return out, nil
+	return recorded, nil
 }
 
 // ScaleDown sets every controller to zero replicas. It refuses a controller
@@ -228,8 +250,11 @@ func Forget(ctx context.Context, c client.Client, controllers []Controller) erro
 	return nil
 }
 
+// setReplicas patches spec.replicas alone: setting a count is idempotent, so
+// no lock is needed against the status updates that keep changing the
+// Deployment's resourceVersion.
 func setReplicas(ctx context.Context, c client.Client, d *appsv1.Deployment, n int32) error {
-	patch := client.MergeFromWithOptions(d.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFrom(d.DeepCopy())
 	d.Spec.Replicas = ptr.To(n)
 	if err := c.Patch(ctx, d, patch); err != nil {
 		return fmt.Errorf("scaling controller Deployment %s/%s to %d: %w", d.Namespace, d.Name, n, err)

@@ -1,0 +1,223 @@
+package quiesce_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/quiesce"
+	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{CAPI: true}, &env)
+}
+
+func providerSelector(t *testing.T) labels.Selector {
+	req, err := labels.NewRequirement(movev1alpha1.DefaultControllerLabel, selection.Exists, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// webhookState is what of the webhook configurations a move must give back
+// exactly: every webhook, and the annotations.
+func webhookState(ctx context.Context, g Gomega, c client.Client) map[string]string {
+	out := map[string]string{}
+	v := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+	g.Expect(c.List(ctx, v)).To(Succeed())
+	for _, w := range v.Items {
+		b, err := json.Marshal(struct {
+			A map[string]string
+			W []admissionregistrationv1.ValidatingWebhook
+		}{w.Annotations, w.Webhooks})
+		g.Expect(err).NotTo(HaveOccurred())
+		out["validating/"+w.Name] = string(b)
+	}
+	m := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	g.Expect(c.List(ctx, m)).To(Succeed())
+	for _, w := range m.Items {
+		b, err := json.Marshal(struct {
+			A map[string]string
+			W []admissionregistrationv1.MutatingWebhook
+		}{w.Annotations, w.Webhooks})
+		g.Expect(err).NotTo(HaveOccurred())
+		out["mutating/"+w.Name] = string(b)
+	}
+	return out
+}
+
+func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	m := env.Source
+	c := m.Client
+	core := m.CAPI.Provider(capiprovider.CoreProvider)
+	coreKey := types.NamespacedName{Namespace: core.Namespace, Name: core.Deployment}
+
+	// The core provider runs two replicas: what is restored must be 2, not
+	// the fallback.
+	scale(ctx, g, c, coreKey, 2)
+	g.Eventually(func() (map[types.NamespacedName]string, error) {
+		return quiesce.Unavailable(ctx, c, []quiesce.Controller{{Key: coreKey}})
+	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "the core provider must reach 2 available replicas")
+
+	controllers, err := quiesce.SelectControllers(ctx, c, providerSelector(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	var keys []types.NamespacedName
+	for _, ctrl := range controllers {
+		keys = append(keys, ctrl.Key)
+	}
+	want := make([]types.NamespacedName, 0, len(m.CAPI.Providers))
+	for _, p := range m.CAPI.Providers {
+		want = append(want, types.NamespacedName{Namespace: p.Namespace, Name: p.Deployment})
+	}
+	g.Expect(keys).To(ConsistOf(want), "every provider Deployment is a controller")
+
+	excluded, err := quiesce.SelectControllers(ctx, c, providerSelector(t), coreKey)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(excluded).To(HaveLen(len(want)-1), "an excluded Deployment (the operator's own) is never selected")
+
+	webhooksBefore := webhookState(ctx, g, c)
+
+	recorded, err := quiesce.Record(ctx, c, controllers)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range recorded {
+		wantReplicas := int32(1)
+		if r.Key == coreKey {
+			wantReplicas = 2
+		}
+		g.Expect(r.Recorded).To(Equal(ptr.To(wantReplicas)), "recorded replicas of %s", r.Key)
+	}
+
+	wh, err := quiesce.FindWebhooks(ctx, c, controllers)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(wh.ByURL).To(BeEmpty())
+	g.Expect(wh.Served).NotTo(BeEmpty())
+	served := map[string]bool{}
+	for _, w := range wh.Served {
+		served[w.Configuration] = true
+	}
+	g.Expect(served).To(HaveKey("capi-validating-webhook-configuration"), "the core provider's webhooks map to its Deployment through their Service")
+
+	t.Cleanup(func() {
+		// Leave the cluster as found for the other tests, whatever happened.
+		ctx := context.Background()
+		_ = quiesce.RemoveBypass(ctx, c)
+		_, _ = quiesce.Restore(ctx, c, controllers, 1)
+		scale(ctx, NewWithT(t), c, coreKey, 1)
+		_ = quiesce.Forget(ctx, c, controllers)
+	})
+
+	g.Expect(quiesce.InstallBypass(ctx, c, wh.Served)).To(Succeed())
+	installed := webhookState(ctx, g, c)
+	g.Expect(quiesce.InstallBypass(ctx, c, wh.Served)).To(Succeed())
+	g.Expect(webhookState(ctx, g, c)).To(Equal(installed), "installing the bypass twice changes nothing")
+
+	g.Expect(quiesce.ScaleDown(ctx, c, recorded)).To(Succeed())
+	g.Eventually(func() (map[types.NamespacedName]int, error) {
+		return quiesce.RunningPods(ctx, c, recorded)
+	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "every controller pod must be gone")
+	g.Expect(core.WaitServing(ctx, false)).To(Succeed())
+
+	// A resumed move records again: the zero it set must not be recorded.
+	again, err := quiesce.Record(ctx, c, controllers)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range again {
+		g.Expect(ptr.Deref(r.Recorded, 0)).To(BeNumerically(">", 0), "%s: a second Record must keep the original count", r.Key)
+	}
+
+	ns := testenv.NewNamespace(t, m, "bypass")
+	inFlight := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "in-flight", Labels: map[string]string{movev1alpha1.OperationLabel: "op-uid"},
+	}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	g.Expect(c.Create(ctx, inFlight)).To(Succeed(), "an object in flight skips the webhooks that are down")
+	other := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-in-flight"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	err = c.Create(ctx, other)
+	g.Expect(err).To(HaveOccurred(), "any other object still meets the webhooks, which are down")
+	g.Expect(err.Error()).To(ContainSubstring("connection refused"))
+
+	g.Expect(quiesce.RemoveBypass(ctx, c)).To(Succeed())
+	if diff := cmp.Diff(webhooksBefore, webhookState(ctx, g, c)); diff != "" {
+		t.Fatalf("webhook configurations differ from before the bypass (-before +after):\n%s", diff)
+	}
+	still, err := quiesce.BypassInstalled(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(still).To(BeEmpty())
+
+	restored, err := quiesce.Restore(ctx, c, again, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range restored {
+		if r.Key == coreKey {
+			g.Expect(r.Replicas).To(Equal(int32(2)))
+		}
+	}
+	g.Eventually(func() (map[types.NamespacedName]string, error) {
+		return quiesce.Unavailable(ctx, c, restored)
+	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "every controller must be Available again")
+	g.Expect(core.WaitServing(ctx, true)).To(Succeed())
+	g.Expect(quiesce.Forget(ctx, c, restored)).To(Succeed())
+	d := &appsv1.Deployment{}
+	g.Expect(c.Get(ctx, coreKey, d)).To(Succeed())
+	g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation))
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+}
+
+func TestRestoreFallsBackWhenTheRecordIsLost(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := env.Target.Client
+	p := env.Target.CAPI.Provider(capiprovider.CoreProvider)
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Deployment}
+	ctrl := []quiesce.Controller{{Key: key}}
+	_, err := quiesce.Record(ctx, c, ctrl)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(quiesce.ScaleDown(ctx, c, ctrl)).To(Succeed())
+	t.Cleanup(func() { scale(context.Background(), NewWithT(t), c, key, 1) })
+
+	// Somebody drops the annotation meanwhile.
+	g.Expect(quiesce.Forget(ctx, c, ctrl)).To(Succeed())
+	restored, err := quiesce.Restore(ctx, c, ctrl, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(restored[0].Replicas).To(Equal(int32(3)), "without a record, the fallback count applies")
+	d := &appsv1.Deployment{}
+	g.Expect(c.Get(ctx, key, d)).To(Succeed())
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
+}
+
+func TestScaleDownRefusesAnUnrecordedController(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := env.Target.Client
+	p := env.Target.CAPI.Provider(capiprovider.KubeadmBootstrapProvider)
+	err := quiesce.ScaleDown(ctx, c, []quiesce.Controller{{Key: types.NamespacedName{Namespace: p.Namespace, Name: p.Deployment}}})
+	g.Expect(err).To(MatchError(ContainSubstring("record replicas before scaling down")))
+}
+
+func scale(ctx context.Context, g Gomega, c client.Client, key types.NamespacedName, n int32) {
+	d := &appsv1.Deployment{}
+	g.Expect(c.Get(ctx, key, d)).To(Succeed())
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(n)
+	g.Expect(c.Patch(ctx, d, patch)).To(Succeed())
+}
