@@ -1,0 +1,197 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/localcluster"
+)
+
+// Options tune Start.
+type Options struct {
+	// CAPI installs the Cluster API management setup in both clusters.
+	CAPI bool
+	// Logf receives progress lines. Default: standard error.
+	Logf func(format string, args ...any)
+	// Logger is given to controller-runtime's log.SetLogger by Main; the
+	// webhooks served in-process log through it. Default: discarded.
+	Logger *logr.Logger
+}
+
+// Env is a pair of running local management clusters.
+type Env struct {
+	Source *Management
+	Target *Management
+	// StartupDuration is how long starting both clusters (and installing
+	// Cluster API, when asked) took.
+	StartupDuration time.Duration
+}
+
+// Management is one local management cluster with a client for it.
+type Management struct {
+	*localcluster.Cluster
+	// CAPI is the installed management setup, nil unless Options.CAPI.
+	CAPI *capiprovider.Installation
+	// Client reads and writes every Cluster API kind (capiprovider.NewScheme).
+	Client client.Client
+}
+
+// Start starts the source and target clusters in parallel.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	if opts.Logf == nil {
+		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	began := time.Now()
+	env := &Env{}
+	type result struct {
+		m   *Management
+		err error
+	}
+	results := map[string]chan result{"source": make(chan result, 1), "target": make(chan result, 1)}
+	for name, ch := range results {
+		go func() {
+			m, err := startManagement(ctx, name, opts)
+			ch <- result{m, err}
+		}()
+	}
+	src, tgt := <-results["source"], <-results["target"]
+	env.Source, env.Target = src.m, tgt.m
+	if err := errors.Join(src.err, tgt.err); err != nil {
+		return nil, errors.Join(err, env.Stop())
+	}
+	env.StartupDuration = time.Since(began)
+	what := "two local management clusters"
+	if opts.CAPI {
+		what += " with Cluster API installed"
+	}
+	opts.Logf("%s ready in %s (source %s, target %s)", what, env.StartupDuration.Round(time.Millisecond),
+		env.Source.StartupDuration.Round(time.Millisecond), env.Target.StartupDuration.Round(time.Millisecond))
+	return env, nil
+}
+
+func startManagement(ctx context.Context, name string, opts Options) (*Management, error) {
+	c, err := localcluster.Start(ctx, name, localcluster.Options{Logf: opts.Logf})
+	if err != nil {
+		return nil, err
+	}
+	m := &Management{Cluster: c}
+	if m.Client, err = client.New(c.Config, client.Options{Scheme: capiprovider.NewScheme()}); err != nil {
+		return m, fmt.Errorf("creating a client for %s: %w", c, err)
+	}
+	if opts.CAPI {
+		if m.CAPI, err = capiprovider.Install(ctx, c, capiprovider.Options{Logf: opts.Logf}); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// Stop stops both clusters (logs stay; see RemoveLogs).
+func (e *Env) Stop() error {
+	var errs []error
+	for _, m := range []*Management{e.Source, e.Target} {
+		if m == nil {
+			continue
+		}
+		if m.CAPI != nil {
+			errs = append(errs, m.CAPI.Stop())
+		}
+		errs = append(errs, m.Cluster.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveLogs removes both clusters' directories.
+func (e *Env) RemoveLogs() error {
+	var errs []error
+	for _, m := range []*Management{e.Source, e.Target} {
+		if m != nil {
+			errs = append(errs, m.RemoveLogs())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LogDirs names where the process logs of both clusters are.
+func (e *Env) LogDirs() string {
+	var dirs []string
+	for _, m := range []*Management{e.Source, e.Target} {
+		if m != nil {
+			dirs = append(dirs, m.Name+": "+m.LogDir)
+		}
+	}
+	return strings.Join(dirs, ", ")
+}
+
+// Main is the body of a TestMain: it starts the pair, stores it in *env, runs
+// the tests, stops the pair, and keeps the logs only if something failed.
+func Main(m *testing.M, opts Options, env **Env) {
+	os.Exit(run(m, opts, env))
+}
+
+func run(m *testing.M, opts Options, env **Env) int {
+	// Without a logger controller-runtime prints a stack trace the first time
+	// an in-process webhook logs.
+	logger := logr.Discard()
+	if opts.Logger != nil {
+		logger = *opts.Logger
+	}
+	ctrllog.SetLogger(logger)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	e, err := Start(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the local management clusters: %v\n", err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the local management clusters: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "process logs of the local management clusters kept in %s\n", e.LogDirs())
+		return code
+	}
+	if err := e.RemoveLogs(); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+	}
+	return code
+}
+
+// NewNamespace creates a namespace with a random suffix in the given cluster
+// and deletes it when the test ends.
+func NewNamespace(t testing.TB, m *Management, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + rand.String(5)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace %s in %s: %v", ns.Name, m.Cluster, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Client.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s in %s: %v", ns.Name, m.Cluster, err)
+		}
+	})
+	return ns.Name
+}
