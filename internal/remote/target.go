@@ -39,6 +39,9 @@ type Clients struct {
 	// QPS and Burst limit the requests to the target.
 	QPS   float32
 	Burst int
+	// Wrap, when set, wraps every target client built (tests count and
+	// interrupt the operator's writes with it).
+	Wrap func(client.Client) client.Client
 
 	mu      sync.Mutex
 	entries map[string]cachedTarget
@@ -87,6 +90,9 @@ func (c *Clients) Get(ctx context.Context, namespace string, ref movev1alpha1.Se
 	cl, err := client.New(cfg, client.Options{Scheme: c.Scheme})
 	if err != nil {
 		return nil, fmt.Errorf("building a client for the target %s: %w", cfg.Host, err)
+	}
+	if c.Wrap != nil {
+		cl = c.Wrap(cl)
 	}
 	t := &Target{Client: cl, Config: cfg, Server: cfg.Host}
 	if c.entries == nil {

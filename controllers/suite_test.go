@@ -1,0 +1,313 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/controllers"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/remote"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+// The controller tests share one pair of local management clusters with
+// Cluster API installed, and run the reconciler in a real manager against
+// them. Tests run one after the other: only one MoveOperation may be active
+// per source cluster, and each test leaves none behind.
+
+var (
+	env    *testenv.Env
+	scheme = runtime.NewScheme()
+	// targetKubeconfig is a self-contained kubeconfig for the target cluster.
+	targetKubeconfig []byte
+	// sourceKubeconfig points at the source itself (for the "target is the
+	// source" test).
+	sourceKubeconfig []byte
+	// k8s reads and writes MoveOperations and core kinds in the source.
+	k8s client.Client
+)
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(movev1alpha1.AddToScheme(scheme))
+}
+
+func TestMain(m *testing.M) {
+	// The operator's logs stay quiet unless MOVE_OPERATOR_TEST_LOGS is set.
+	level := zapcore.ErrorLevel
+	if os.Getenv("MOVE_OPERATOR_TEST_LOGS") != "" {
+		level = zapcore.DebugLevel
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(level)))
+	testenv.Main(m, testenv.Options{CAPI: true}, &env)
+}
+
+var setupOnce struct {
+	sync.Once
+	err error
+}
+
+// ensureSetup installs the MoveOperation CRD in the source and reads the
+// kubeconfigs, once per test binary.
+func ensureSetup(t *testing.T) {
+	t.Helper()
+	setupOnce.Do(func() { setupOnce.err = setup(env) })
+	if setupOnce.err != nil {
+		t.Fatalf("setting up the controller tests: %v", setupOnce.err)
+	}
+}
+
+func setup(e *testenv.Env) error {
+	if _, err := envtest.InstallCRDs(e.Source.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join("..", "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		return fmt.Errorf("installing the MoveOperation CRD: %w", err)
+	}
+	var err error
+	if k8s, err = client.New(e.Source.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if targetKubeconfig, err = os.ReadFile(e.Target.KubeconfigPath); err != nil {
+		return err
+	}
+	if sourceKubeconfig, err = os.ReadFile(e.Source.KubeconfigPath); err != nil {
+		return err
+	}
+	return nil
+}
+
+// operator is a running manager with the MoveOperation reconciler.
+type operator struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// writes counts the writes the operator made to either cluster.
+	writes atomic.Int64
+}
+
+type operatorOptions struct {
+	// crashAt, when positive, makes the operator's crashAt-th write to
+	// either cluster fail and stops the manager at once, as a crash would.
+	crashAt int64
+	// pollInterval of the reconciler's waits; short in tests.
+	pollInterval time.Duration
+}
+
+// startOperator runs the operator until the test ends (or it crashes).
+func startOperator(t *testing.T, opts operatorOptions) *operator {
+	t.Helper()
+	if opts.pollInterval == 0 {
+		opts.pollInterval = 200 * time.Millisecond
+	}
+	ensureSetup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{cancel: cancel, done: make(chan struct{})}
+	var crashed sync.Once
+	wrap := func(c client.Client) client.Client {
+		count := func() error {
+			n := op.writes.Add(1)
+			if opts.crashAt > 0 && n >= opts.crashAt {
+				crashed.Do(cancel)
+				return fmt.Errorf("operator crashed before write %d", n)
+			}
+			return nil
+		}
+		return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.CreateOption) error {
+				if err := count(); err != nil {
+					return err
+				}
+				return c.Create(ctx, obj, o...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.UpdateOption) error {
+				if err := count(); err != nil {
+					return err
+				}
+				return c.Update(ctx, obj, o...)
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
+				if err := count(); err != nil {
+					return err
+				}
+				return c.Patch(ctx, obj, p, o...)
+			},
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteOption) error {
+				if err := count(); err != nil {
+					return err
+				}
+				return c.Delete(ctx, obj, o...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
+				if err := count(); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Patch(ctx, obj, p, o...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, o ...client.SubResourceUpdateOption) error {
+				if err := count(); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Update(ctx, obj, o...)
+			},
+		})
+	}
+
+	mgr, err := ctrl.NewManager(env.Source.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(c), nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("creating the manager: %v", err)
+	}
+	source, err := client.New(env.Source.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &controllers.MoveOperationReconciler{
+		Client:    mgr.GetClient(),
+		Source:    wrap(source),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    scheme,
+		Recorder:  mgr.GetEventRecorder("move-operator"),
+		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400, Wrap: wrap},
+		Move:      move.Options{},
+		// Poll often: the tests wait on these loops.
+		PollInterval: opts.pollInterval,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
+		t.Fatalf("setting up the reconciler: %v", err)
+	}
+	go func() {
+		defer close(op.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Logf("manager stopped: %v", err)
+		}
+	}()
+	t.Cleanup(op.stop)
+	return op
+}
+
+// stop stops the operator and waits until it has.
+func (op *operator) stop() {
+	op.cancel()
+	<-op.done
+}
+
+// crashed reports whether the operator stopped by itself.
+func (op *operator) crashed() bool {
+	select {
+	case <-op.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// newTargetSecret creates, in namespace ns of the source, a Secret holding
+// data under key.
+func newSecret(t *testing.T, ns, name string, data map[string][]byte) {
+	t.Helper()
+	ensureSetup(t)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
+	if err := k8s.Create(context.Background(), s); err != nil {
+		t.Fatalf("creating Secret %s/%s: %v", ns, name, err)
+	}
+}
+
+// newMoveOperation creates a MoveOperation in ns of the source.
+func newMoveOperation(t *testing.T, ns, name string, spec movev1alpha1.MoveOperationSpec) *movev1alpha1.MoveOperation {
+	t.Helper()
+	ensureSetup(t)
+	mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	if err := k8s.Create(context.Background(), mo); err != nil {
+		t.Fatalf("creating MoveOperation %s/%s: %v", ns, name, err)
+	}
+	t.Cleanup(func() { deleteMoveOperation(t, mo) })
+	return mo
+}
+
+// deleteMoveOperation deletes a MoveOperation and waits until it is gone,
+// so that it no longer counts as active for the next test.
+func deleteMoveOperation(t *testing.T, mo *movev1alpha1.MoveOperation) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := k8s
+	_ = c.Delete(ctx, mo)
+	err := waitFor(ctx, func() bool {
+		return c.Get(ctx, client.ObjectKeyFromObject(mo), &movev1alpha1.MoveOperation{}) != nil
+	})
+	if err != nil {
+		// No operator runs any more: take the finalizer off by hand.
+		got := &movev1alpha1.MoveOperation{}
+		if c.Get(ctx, client.ObjectKeyFromObject(mo), got) == nil {
+			got.Finalizers = nil
+			_ = c.Update(ctx, got)
+		}
+	}
+}
+
+func waitFor(ctx context.Context, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// get returns the MoveOperation as it is now.
+func get(g Gomega, mo *movev1alpha1.MoveOperation) *movev1alpha1.MoveOperation {
+	got := &movev1alpha1.MoveOperation{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(mo), got)).To(Succeed())
+	return got
+}
+
+// withWatch lets a plain client go through interceptor.NewClient, which wants
+// a client that can watch; the operator never watches through these.
+type withWatch struct{ client.Client }
+
+func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported by this test client")
+}
+
+// unstructuredObj adapts a map to what kstatus reads.
+type unstructuredObj = unstructured.Unstructured
