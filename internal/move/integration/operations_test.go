@@ -1,0 +1,327 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+)
+
+func operation() string { return "op-" + rand.String(8) }
+
+func TestDeleteGroupNeverTouchesAnObjectThatReplacedThePlannedOne(t *testing.T) {
+	ctx := testContext(t)
+	source, _ := clients(t)
+	ns := namespace(t, "replaced")
+	create(t, ctx, source, configMap(ns, "cm", forceMove))
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	if p.Len() != 1 {
+		t.Fatalf("plan holds %d objects, want the ConfigMap:\n%s", p.Len(), p)
+	}
+
+	// Replace the ConfigMap by another of the same name, with a finalizer.
+	if err := source.Delete(ctx, configMap(ns, "cm")); err != nil {
+		t.Fatal(err)
+	}
+	replacement := configMap(ns, "cm")
+	replacement.SetFinalizers([]string{"example.com/keep"})
+	create(t, ctx, source, replacement)
+	t.Cleanup(func() {
+		_ = source.Patch(context.Background(), replacement, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+
+	res, err := move.DeleteGroup(ctx, source, p, 0, move.Options{})
+	if err != nil {
+		t.Fatalf("DeleteGroup: %v", err)
+	}
+	if res.Gone != 1 || res.Deleted != 0 {
+		t.Errorf("DeleteGroup result %+v, want the planned object counted as gone", res)
+	}
+	got, err := get(ctx, source, configMapGVK, ns, "cm")
+	if err != nil {
+		t.Fatalf("the replacement is gone: %v", err)
+	}
+	if got.GetDeletionTimestamp() != nil || len(got.GetFinalizers()) != 1 || got.GetAnnotations()[graph.DeleteForMoveAnnotation] != "" ||
+		len(got.GetAnnotations()) != 0 {
+		t.Errorf("the replacement was touched: deletionTimestamp %v, finalizers %v, annotations %v",
+			got.GetDeletionTimestamp(), got.GetFinalizers(), got.GetAnnotations())
+	}
+}
+
+func TestDeleteGroupDeletesAtOnceWithTheDeleteForMoveAnnotation(t *testing.T) {
+	ctx := testContext(t)
+	source, _ := clients(t)
+	ns := namespace(t, "delete")
+	cm := configMap(ns, "cm", forceMove)
+	cm.SetFinalizers([]string{"example.com/keep"})
+	create(t, ctx, source, cm)
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+
+	// Observe the object as the DELETE finds it: annotated and without
+	// finalizers, so that it goes at once.
+	watcher, err := client.NewWithWatch(env.Source.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watcher.Watch(ctx, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}},
+		client.InNamespace(ns))
+	if err != nil {
+		t.Fatalf("watching: %v", err)
+	}
+	defer w.Stop()
+
+	for range 2 { // the second run finds nothing left: progress, not an error
+		if _, err := move.DeleteGroup(ctx, source, p, 0, move.Options{}); err != nil {
+			t.Fatalf("DeleteGroup: %v", err)
+		}
+	}
+	if _, err := get(ctx, source, configMapGVK, ns, "cm"); err == nil {
+		t.Fatalf("the ConfigMap still exists")
+	}
+	var last *metav1.PartialObjectMetadata
+	for ev := range w.ResultChan() {
+		if o, ok := ev.Object.(*metav1.PartialObjectMetadata); ok && o.Name == "cm" {
+			last = o
+		}
+		if ev.Type == "DELETED" {
+			break
+		}
+	}
+	if last == nil {
+		t.Fatalf("no deletion observed")
+	}
+	if _, ok := last.Annotations[graph.DeleteForMoveAnnotation]; !ok || len(last.Finalizers) != 0 {
+		t.Errorf("deleted object had annotations %v and finalizers %v, want the delete-for-move annotation and none",
+			last.Annotations, last.Finalizers)
+	}
+}
+
+func TestCopyReportsAConflictingObjectByName(t *testing.T) {
+	ctx := testContext(t)
+	source, target := clients(t)
+	ns := namespace(t, "conflict")
+	op := operation()
+	create(t, ctx, source, configMap(ns, "mine", forceMove), configMap(ns, "theirs", forceMove))
+	if err := move.EnsureNamespace(ctx, target, ns, op); err != nil {
+		t.Fatal(err)
+	}
+	create(t, ctx, target, configMap(ns, "theirs"))
+
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p)
+	var conflict *move.ConflictError
+	if !errors.As(err, &conflict) {
+		t.Fatalf("CopyGroup: %v, want a ConflictError", err)
+	}
+	if want := fmt.Sprintf("ConfigMap %s/theirs already exists in the target and was not created by this move", ns); !errorContains(err, want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+
+	// Rolling back removes what the copy created and leaves the other
+	// object, and the namespace holding it, alone.
+	if _, err := move.Rollback(ctx, target, p.Types(), p, op, move.Options{}); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	if _, err := get(ctx, target, configMapGVK, ns, "mine"); err == nil {
+		t.Errorf("the copied ConfigMap survived the rollback")
+	}
+	if _, err := get(ctx, target, configMapGVK, ns, "theirs"); err != nil {
+		t.Errorf("the conflicting ConfigMap was removed by the rollback: %v", err)
+	}
+}
+
+func TestCopyKeepsServerSideApplyOwnership(t *testing.T) {
+	ctx := testContext(t)
+	source, target := clients(t)
+	ns := namespace(t, "ssa")
+	op := operation()
+	applied := configMap(ns, "applied", forceMove)
+	if err := source.Patch(ctx, applied, client.Apply, client.FieldOwner("capi-topology"), client.ForceOwnership); err != nil {
+		t.Fatalf("applying: %v", err)
+	}
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+		t.Fatalf("copying: %v", err)
+	}
+	before, _ := get(ctx, source, configMapGVK, ns, "applied")
+	after, err := get(ctx, target, configMapGVK, ns, "applied")
+	if err != nil {
+		t.Fatal(err)
+	}
+	managers := func(u *unstructured.Unstructured) []string {
+		var out []string
+		for _, f := range u.GetManagedFields() {
+			out = append(out, fmt.Sprintf("%s/%s: %s", f.Manager, f.Operation, f.FieldsV1.String()))
+		}
+		return out
+	}
+	if diff := cmp.Diff(managers(before), managers(after)); diff != "" {
+		t.Errorf("managed fields differ between source and target (-source +target):\n%s", diff)
+	}
+}
+
+func TestPauseIsRecognisedAsThisOperations(t *testing.T) {
+	ctx := testContext(t)
+	source, _ := clients(t)
+	ns := namespace(t, "pause")
+	op := operation()
+	cluster := func(name string, paused bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(clusterGVK)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.Object["spec"] = map[string]any{"infrastructureRef": map[string]any{
+			"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "LoopCluster", "name": name,
+		}}
+		if paused {
+			u.Object["spec"].(map[string]any)["paused"] = true
+		}
+		return u
+	}
+	create(t, ctx, source, cluster("free", false))
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+
+	for i := range 2 { // pausing again is a no-op, not "paused by someone else"
+		if err := move.Pause(ctx, source, p, op, move.Options{}); err != nil {
+			t.Fatalf("Pause #%d: %v", i+1, err)
+		}
+	}
+	got, _ := get(ctx, source, clusterGVK, ns, "free")
+	if paused, _, _ := unstructured.NestedBool(got.Object, "spec", "paused"); !paused || got.GetAnnotations()[movev1.PausedByAnnotation] != op {
+		t.Errorf("Cluster spec.paused %t, paused-by %q; want true and %q", paused, got.GetAnnotations()[movev1.PausedByAnnotation], op)
+	}
+	// Rebuilt after pausing, the plan does not count this pause as someone else's.
+	if others := plan(t, ctx, source, []string{ns}, graph.Selection{}).PausedByOthers(op); len(others) != 0 {
+		t.Errorf("PausedByOthers = %v after this operation paused", others)
+	}
+
+	// Someone else's pause is refused, and never undone.
+	create(t, ctx, source, cluster("theirs", true))
+	p = plan(t, ctx, source, []string{ns}, graph.Selection{})
+	err := move.Pause(ctx, source, p, op, move.Options{})
+	var other *move.PausedByOtherError
+	if !errors.As(err, &other) || other.Object.Name != "theirs" {
+		t.Fatalf("Pause: %v, want a PausedByOtherError on theirs", err)
+	}
+	n, err := move.Unpause(ctx, source, p.Types(), op, move.Options{})
+	if err != nil || n != 1 {
+		t.Fatalf("Unpause: %d, %v; want 1 unpaused", n, err)
+	}
+	got, _ = get(ctx, source, clusterGVK, ns, "free")
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "paused"); found || got.GetAnnotations()[movev1.PausedByAnnotation] != "" {
+		t.Errorf("after Unpause the Cluster has spec.paused %t and annotations %v", found, got.GetAnnotations())
+	}
+	got, _ = get(ctx, source, clusterGVK, ns, "theirs")
+	if paused, _, _ := unstructured.NestedBool(got.Object, "spec", "paused"); !paused {
+		t.Errorf("Unpause undid someone else's pause")
+	}
+}
+
+func TestWaitForBlockMove(t *testing.T) {
+	ctx := testContext(t)
+	source, _ := clients(t)
+	ns := namespace(t, "block")
+	create(t, ctx, source, configMap(ns, "busy", forceMove, map[string]string{graph.BlockMoveAnnotation: "true"}), configMap(ns, "idle", forceMove))
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := move.WaitForBlockMove(short, source, p, 100*time.Millisecond)
+	if want := fmt.Sprintf("waiting for 1 objects to drop the %s annotation (ConfigMap %s/busy)", graph.BlockMoveAnnotation, ns); !errorContains(err, want) {
+		t.Fatalf("WaitForBlockMove: %v, want an error saying %q", err, want)
+	}
+
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = source.Patch(ctx, configMap(ns, "busy"), client.RawPatch("application/merge-patch+json",
+			[]byte(`{"metadata":{"annotations":{"`+graph.BlockMoveAnnotation+`":null}}}`)))
+	}()
+	began := time.Now()
+	if err := move.WaitForBlockMove(ctx, source, p, 100*time.Millisecond); err != nil {
+		t.Fatalf("WaitForBlockMove: %v", err)
+	}
+	if waited := time.Since(began); waited < 200*time.Millisecond {
+		t.Errorf("WaitForBlockMove returned after %s, before the annotation was removed", waited)
+	}
+}
+
+func TestLabelAndUnlabel(t *testing.T) {
+	ctx := testContext(t)
+	source, _ := clients(t)
+	ns := namespace(t, "label")
+	op := operation()
+	create(t, ctx, source, configMap(ns, "a", forceMove), configMap(ns, "b", forceMove), configMap(ns, "unowned"))
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+
+	if n, err := move.Label(ctx, source, p, op, move.Options{}); err != nil || n != 2 {
+		t.Fatalf("Label: %d, %v; want 2 labelled", n, err)
+	}
+	pinned := plan(t, ctx, source, []string{ns}, graph.Selection{PinnedTo: op})
+	if diff := cmp.Diff([]string{"a", "b"}, objectNames(pinned)); diff != "" {
+		t.Errorf("pinned plan differs (-want +got):\n%s", diff)
+	}
+	// Labelling again labels nothing: the plan knows the objects carry it.
+	if n, err := move.Label(ctx, source, pinned, op, move.Options{}); err != nil || n != 0 {
+		t.Errorf("Label again: %d, %v; want 0", n, err)
+	}
+	// Another operation may not take them.
+	if _, err := move.Label(ctx, source, pinned, operation(), move.Options{}); !errorContains(err, "labelled by another operation") {
+		t.Errorf("Label by another operation: %v, want a refusal", err)
+	}
+
+	if n, err := move.Unlabel(ctx, source, p.Types(), op, move.Options{}); err != nil || n != 2 {
+		t.Fatalf("Unlabel: %d, %v; want 2 unlabelled", n, err)
+	}
+	if left, _ := move.Labelled(ctx, source, p.Types(), op); len(left) != 0 {
+		t.Errorf("still labelled after Unlabel: %v", left)
+	}
+}
+
+func TestDiscoverReadsPageByPage(t *testing.T) {
+	ctx := testContext(t)
+	source, _ := clients(t)
+	ns := namespace(t, "pages")
+	for i := range 23 {
+		create(t, ctx, source, configMap(ns, fmt.Sprintf("cm-%02d", i), forceMove))
+	}
+	types, err := graph.DiscoverTypes(ctx, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []string
+	for _, size := range []int64{4, graph.DefaultPageSize} {
+		g, err := graph.Discover(ctx, source, types, graph.DiscoverOptions{Namespaces: []string{ns}, PageSize: size})
+		if err != nil {
+			t.Fatalf("Discover with pages of %d: %v", size, err)
+		}
+		p := g.Plan(graph.Selection{})
+		if p.Len() != 23 {
+			t.Errorf("pages of %d: plan holds %d objects, want 23", size, p.Len())
+		}
+		plans = append(plans, p.String())
+	}
+	if diff := cmp.Diff(plans[1], plans[0]); diff != "" {
+		t.Errorf("plans read in pages of 4 and of %d differ (-large +small):\n%s", graph.DefaultPageSize, diff)
+	}
+}
+
+func objectNames(p *graph.Plan) []string {
+	var out []string
+	for _, o := range p.Objects() {
+		out = append(out, o.Name)
+	}
+	slices.Sort(out)
+	return out
+}
