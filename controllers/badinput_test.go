@@ -96,8 +96,8 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 			wantPhase: movev1alpha1.PhaseFailed, wantReason: movev1alpha1.ReasonTargetIsSource, wantInMsg: "source cluster itself",
 		},
 		{
-			name: "a namespace that does not exist fails the move",
-			spec: movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: []string{"no-such-namespace"}},
+			name:      "a namespace that does not exist fails the move",
+			spec:      movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: []string{"no-such-namespace"}},
 			wantPhase: movev1alpha1.PhaseFailed, wantReason: movev1alpha1.ReasonNamespaceNotFound, wantInMsg: `"no-such-namespace"`,
 		},
 	}

@@ -112,7 +112,8 @@ func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if err := r.Client.Patch(ctx, mo, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer to MoveOperation %s: %w", req.NamespacedName, err)
 		}
-		return ctrl.Result{Requeue: true}, nil
+		// The patch is an update event: the next reconcile follows it.
+		return ctrl.Result{}, nil
 	}
 
 	s := newScope(mo)
@@ -157,7 +158,7 @@ func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope)
 	case movev1alpha1.PhaseRecording, movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying:
 		s.fail(movev1alpha1.ReasonDeletedBeforeCompletion,
 			"the MoveOperation was deleted before the point of no return; the move is rolled back and both clusters are left as they were")
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	// RollingBack, or after the point of no return: finish first.
 	return r.reconcilePhase(ctx, s)

@@ -230,16 +230,6 @@ func (op *operator) stop() {
 	<-op.done
 }
 
-// crashed reports whether the operator stopped by itself.
-func (op *operator) crashed() bool {
-	select {
-	case <-op.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // newTargetSecret creates, in namespace ns of the source, a Secret holding
 // data under key.
 func newSecret(t *testing.T, ns, name string, data map[string][]byte) {
@@ -275,6 +265,7 @@ func deleteMoveOperation(t *testing.T, mo *movev1alpha1.MoveOperation) {
 	})
 	if err != nil {
 		// No operator runs any more: take the finalizer off by hand.
+		t.Logf("MoveOperation %s/%s was not removed by the operator; removing its finalizer", mo.Namespace, mo.Name)
 		got := &movev1alpha1.MoveOperation{}
 		if c.Get(ctx, client.ObjectKeyFromObject(mo), got) == nil {
 			got.Finalizers = nil

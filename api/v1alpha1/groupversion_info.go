@@ -7,8 +7,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -16,8 +17,14 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "move.cluster.x-k8s.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the API types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the API types to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &MoveOperation{}, &MoveOperationList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

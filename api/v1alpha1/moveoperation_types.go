@@ -421,7 +421,3 @@ type MoveOperationList struct {
 	// items are the MoveOperations.
 	Items []MoveOperation `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&MoveOperation{}, &MoveOperationList{})
-}

@@ -65,8 +65,8 @@ func recordedReplicas(d *appsv1.Deployment) (int32, bool, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 0 {
-		return 0, false, fmt.Errorf("Deployment %s/%s: annotation %s=%q is not a replica count; fix or remove it",
-			d.Namespace, d.Name, movev1alpha1.OriginalReplicasAnnotation, v)
+		return 0, false, fmt.Errorf("annotation %s=%q on Deployment %s/%s is not a replica count; fix or remove it",
+			movev1alpha1.OriginalReplicasAnnotation, v, d.Namespace, d.Name)
 	}
 	return int32(n), true, nil
 }

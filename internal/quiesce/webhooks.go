@@ -35,7 +35,9 @@ type WebhookRef struct {
 	Webhook       string
 }
 
-func (r WebhookRef) String() string { return fmt.Sprintf("%s %s: webhook %s", r.Kind, r.Configuration, r.Webhook) }
+func (r WebhookRef) String() string {
+	return fmt.Sprintf("%s %s: webhook %s", r.Kind, r.Configuration, r.Webhook)
+}
 
 // Webhooks sorts the admission webhooks of a cluster by who serves them.
 type Webhooks struct {
