@@ -1,0 +1,860 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/move-operator/move-operator/test/capiprovider"
+)
+
+// Finalizers of the loop provider's kinds, as a provider's controllers add them.
+const (
+	loopClusterFinalizer     = "loopcluster.infrastructure.cluster.x-k8s.io"
+	loopMachineFinalizer     = "loopmachine.infrastructure.cluster.x-k8s.io"
+	loopMachinePoolFinalizer = "loopmachinepool.infrastructure.cluster.x-k8s.io"
+	// Finalizers of the IPAM in-cluster provider.
+	ipClaimFinalizer   = "ipam.cluster.x-k8s.io/ReleaseAddress"
+	ipAddressFinalizer = "ipam.cluster.x-k8s.io/ProtectAddress"
+	// The IPAM pool kind the claims point at. The pool belongs to an IPAM
+	// provider that the management setup does not install; nothing resolves it.
+	ipPoolKind = "InClusterIPPool"
+)
+
+// clusterBuilder creates the objects of one workload cluster.
+type clusterBuilder struct {
+	w        *writer
+	opts     Options
+	wc       WorkloadCluster
+	index    int
+	class    *classRefs
+	identity string
+	crs      *crsInfo
+
+	cluster *clusterv1.Cluster
+	kcp     *controlplanev1.KubeadmControlPlane
+}
+
+func (b *clusterBuilder) topology() bool { return b.class != nil }
+
+// name returns a generated name: the fixed one of a classic cluster, or one
+// with the random-looking suffix the topology controller appends.
+func (b *clusterBuilder) name(base string) string {
+	if !b.topology() {
+		return base
+	}
+	return base + "-" + suffix(b.wc.Namespace+"/"+base)
+}
+
+// labels returns the labels every object of the cluster carries, plus extra.
+func (b *clusterBuilder) labels(extra ...string) map[string]string {
+	l := map[string]string{clusterv1.ClusterNameLabel: b.wc.Name}
+	if b.topology() {
+		l[clusterv1.ClusterTopologyOwnedLabel] = ""
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		l[extra[i]] = extra[i+1]
+	}
+	return l
+}
+
+// cloned marks an object cloned from a template, as the controllers do.
+func cloned(obj client.Object, templateName, templateGroupKind string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[clusterv1.TemplateClonedFromNameAnnotation] = templateName
+	a[clusterv1.TemplateClonedFromGroupKindAnnotation] = templateGroupKind
+	obj.SetAnnotations(a)
+}
+
+// endpoint is the workload cluster's (loopback, never dialled) API address.
+func (b *clusterBuilder) endpoint() string {
+	return fmt.Sprintf("127.99.%d.%d", b.index/250, b.index%250+1)
+}
+
+func (b *clusterBuilder) build(ctx context.Context) error {
+	steps := []func(context.Context) error{
+		b.createCluster,
+		b.createInfrastructureCluster,
+		b.createControlPlane,
+		b.createWorkers,
+		b.createMachinePool,
+		b.createMachineHealthCheck,
+		b.createResourceSetBinding,
+		b.setClusterStatus,
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	loopGroup         = capiprovider.LoopGroupVersion.Group
+	bootstrapGroup    = bootstrapv1.GroupVersion.Group
+	controlPlaneGroup = controlplanev1.GroupVersion.Group
+)
+
+func (b *clusterBuilder) createCluster(ctx context.Context) error {
+	c := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:  b.wc.Namespace,
+			Name:       b.wc.Name,
+			Labels:     map[string]string{CNILabel: "loop"},
+			Finalizers: []string{clusterv1.ClusterFinalizer},
+		},
+		Spec: clusterv1.ClusterSpec{
+			ClusterNetwork: clusterv1.ClusterNetwork{
+				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
+				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
+			},
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: b.endpoint(), Port: 6443},
+			InfrastructureRef:    clusterv1.ContractVersionedObjectReference{APIGroup: loopGroup, Kind: capiprovider.LoopClusterKind, Name: b.name(b.wc.Name)},
+			ControlPlaneRef:      clusterv1.ContractVersionedObjectReference{APIGroup: controlPlaneGroup, Kind: "KubeadmControlPlane", Name: b.name(b.controlPlaneBase())},
+		},
+	}
+	if b.topology() {
+		classRef := clusterv1.ClusterClassRef{Name: b.class.name}
+		if b.class.namespace != b.wc.Namespace {
+			classRef.Namespace = b.class.namespace
+		}
+		c.Spec.Topology = clusterv1.Topology{
+			ClassRef:     classRef,
+			Version:      b.opts.KubernetesVersion,
+			ControlPlane: clusterv1.ControlPlaneTopology{Replicas: ptr.To(int32(b.opts.ControlPlaneReplicas))},
+			Workers: clusterv1.WorkersTopology{MachineDeployments: []clusterv1.MachineDeploymentTopology{{
+				Class: workerClass, Name: "md-0", Replicas: ptr.To(int32(*b.opts.Workers)),
+			}}},
+		}
+	}
+	b.cluster = c
+	return b.w.create(ctx, c, nil)
+}
+
+func (b *clusterBuilder) controlPlaneBase() string {
+	if b.topology() {
+		return b.wc.Name
+	}
+	return b.wc.Name + "-control-plane"
+}
+
+func (b *clusterBuilder) createInfrastructureCluster(ctx context.Context) error {
+	lc := newLoop(capiprovider.LoopClusterKind, b.wc.Namespace, b.cluster.Spec.InfrastructureRef.Name)
+	lc.SetLabels(b.labels())
+	lc.SetFinalizers([]string{loopClusterFinalizer})
+	lc.SetOwnerReferences([]metav1.OwnerReference{b.w.ownerRef(b.cluster, true)})
+	if b.topology() {
+		cloned(lc, ClusterClassName+"-cluster", capiprovider.LoopClusterTemplateKind+"."+loopGroup)
+	}
+	setNested(lc, map[string]any{
+		"controlPlaneEndpoint": map[string]any{"host": b.endpoint(), "port": int64(6443)},
+		"identityRef":          map[string]any{"name": b.identity},
+		"failureDomains":       []any{"zone-a", "zone-b"},
+	}, "spec")
+	return b.w.create(ctx, lc, func() {
+		setNested(lc, map[string]any{
+			"initialization": map[string]any{"provisioned": true},
+			"failureDomains": []any{
+				map[string]any{"name": "zone-a", "controlPlane": true},
+				map[string]any{"name": "zone-b", "controlPlane": false},
+			},
+			"conditions": conditionsJSON(conditions(lc.GetGeneration(), isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))),
+		}, "status")
+	})
+}
+
+// createTemplate creates an infrastructure or bootstrap template owned by the
+// Cluster (what MachineDeployments and the KubeadmControlPlane use).
+func (b *clusterBuilder) loopMachineTemplate(ctx context.Context, name, flavor, classTemplate string) error {
+	t := newLoop(capiprovider.LoopMachineTemplateKind, b.wc.Namespace, name)
+	t.SetLabels(b.labels())
+	t.SetOwnerReferences([]metav1.OwnerReference{b.w.ownerRef(b.cluster, false)})
+	if b.topology() {
+		cloned(t, classTemplate, capiprovider.LoopMachineTemplateKind+"."+loopGroup)
+	}
+	setNested(t, flavor, "spec", "template", "spec", "flavor")
+	return b.w.create(ctx, t, nil)
+}
+
+func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
+	infraTemplate := b.name(b.wc.Name + "-control-plane")
+	if b.topology() {
+		infraTemplate = b.name(b.wc.Name + "-control-plane-machines")
+	}
+	if err := b.loopMachineTemplate(ctx, infraTemplate, "large", ClusterClassName+"-control-plane"); err != nil {
+		return err
+	}
+	kcp := &controlplanev1.KubeadmControlPlane{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            b.cluster.Spec.ControlPlaneRef.Name,
+			Labels:          b.labels(),
+			Finalizers:      []string{controlplanev1.KubeadmControlPlaneFinalizer},
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(b.cluster, true)},
+		},
+		Spec: controlplanev1.KubeadmControlPlaneSpec{
+			Replicas: ptr.To(int32(b.opts.ControlPlaneReplicas)),
+			Version:  b.opts.KubernetesVersion,
+			MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
+				Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: loopGroup, Kind: capiprovider.LoopMachineTemplateKind, Name: infraTemplate},
+				},
+			},
+			KubeadmConfigSpec: bootstrapv1.KubeadmConfigSpec{
+				ClusterConfiguration: bootstrapv1.ClusterConfiguration{
+					APIServer: bootstrapv1.APIServer{CertSANs: []string{b.endpoint()}},
+				},
+			},
+		},
+	}
+	if b.topology() {
+		cloned(kcp, ClusterClassName+"-control-plane", "KubeadmControlPlaneTemplate."+controlPlaneGroup)
+	}
+	b.kcp = kcp
+	if err := b.w.create(ctx, kcp, nil); err != nil {
+		return err
+	}
+	if err := b.createClusterSecrets(ctx); err != nil {
+		return err
+	}
+
+	var machines []string
+	for i := range b.opts.ControlPlaneReplicas {
+		name := kcp.Name + "-" + suffix(fmt.Sprintf("%s/%s/cp/%d", b.wc.Namespace, kcp.Name, i))
+		machines = append(machines, name)
+		err := b.createMachine(ctx, machineParams{
+			name:  name,
+			owner: kcp,
+			labels: b.labels(
+				clusterv1.MachineControlPlaneLabel, "",
+				clusterv1.MachineControlPlaneNameLabel, kcp.Name),
+			bootstrap:     bootstrapv1.KubeadmConfigSpec{JoinConfiguration: bootstrapv1.JoinConfiguration{ControlPlane: &bootstrapv1.JoinControlPlane{}}},
+			infraTemplate: infraTemplate,
+			flavor:        "large",
+			failureDomain: "zone-a",
+			claimAddress:  i == 0,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	b.wc.Machines = append(b.wc.Machines, machines...)
+
+	n := int32(b.opts.ControlPlaneReplicas)
+	kcp.Status = controlplanev1.KubeadmControlPlaneStatus{
+		Initialization:     controlplanev1.KubeadmControlPlaneInitializationStatus{ControlPlaneInitialized: ptr.To(true)},
+		Selector:           clusterv1.ClusterNameLabel + "=" + b.wc.Name + "," + clusterv1.MachineControlPlaneLabel,
+		Replicas:           &n,
+		ReadyReplicas:      &n,
+		AvailableReplicas:  &n,
+		UpToDateReplicas:   &n,
+		Version:            b.opts.KubernetesVersion,
+		ObservedGeneration: kcp.Generation,
+		Conditions: steadyState(kcp.Generation,
+			isTrue(controlplanev1.KubeadmControlPlaneAvailableCondition, clusterv1.AvailableReason),
+			isTrue(controlplanev1.KubeadmControlPlaneInitializedCondition, "Initialized"),
+			isTrue(controlplanev1.KubeadmControlPlaneCertificatesAvailableCondition, "Available"),
+			isTrue(controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition, "Healthy"),
+			isTrue(controlplanev1.KubeadmControlPlaneControlPlaneComponentsHealthyCondition, "Healthy"),
+			isTrue(controlplanev1.KubeadmControlPlaneMachinesReadyCondition, clusterv1.ReadyReason),
+			isTrue(controlplanev1.KubeadmControlPlaneMachinesUpToDateCondition, clusterv1.UpToDateReason),
+			isFalse(controlplanev1.KubeadmControlPlaneRollingOutCondition, clusterv1.NotRollingOutReason),
+			isFalse(controlplanev1.KubeadmControlPlaneScalingUpCondition, clusterv1.NotScalingUpReason),
+			isFalse(controlplanev1.KubeadmControlPlaneScalingDownCondition, clusterv1.NotScalingDownReason),
+			isFalse(controlplanev1.KubeadmControlPlaneRemediatingCondition, clusterv1.NotRemediatingReason),
+			notDeleting()),
+	}
+	return b.w.setStatus(ctx, kcp)
+}
+
+// createClusterSecrets creates the Secrets KubeadmControlPlane generates for
+// a cluster: certificates and the admin kubeconfig.
+func (b *clusterBuilder) createClusterSecrets(ctx context.Context) error {
+	owner := []metav1.OwnerReference{b.w.ownerRef(b.kcp, true)}
+	pem := func(kind string) []byte {
+		return []byte("-----BEGIN " + kind + "-----\n" + suffix(b.wc.Name+kind) + "loopfixture\n-----END " + kind + "-----\n")
+	}
+	for _, purpose := range []string{"ca", "etcd", "sa", "proxy"} {
+		data := map[string][]byte{"tls.crt": pem("CERTIFICATE"), "tls.key": pem("RSA PRIVATE KEY")}
+		if purpose == "sa" {
+			data = map[string][]byte{"tls.crt": pem("PUBLIC KEY"), "tls.key": pem("RSA PRIVATE KEY")}
+		}
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: b.wc.Namespace, Name: b.wc.Name + "-" + purpose, Labels: b.labels(), OwnerReferences: owner},
+			Type:       clusterv1.ClusterSecretType,
+			Data:       data,
+		}
+		if err := b.w.create(ctx, s, nil); err != nil {
+			return err
+		}
+	}
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: %[1]s
+  cluster:
+    server: https://%[2]s:6443
+contexts:
+- name: %[1]s-admin@%[1]s
+  context:
+    cluster: %[1]s
+    user: %[1]s-admin
+current-context: %[1]s-admin@%[1]s
+users:
+- name: %[1]s-admin
+  user:
+    client-certificate-data: bG9vcA==
+    client-key-data: bG9vcA==
+`, b.wc.Name, b.endpoint())
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.wc.Namespace, Name: b.wc.Name + "-kubeconfig", Labels: b.labels(), OwnerReferences: owner},
+		Type:       clusterv1.ClusterSecretType,
+		Data:       map[string][]byte{"value": []byte(kubeconfig)},
+	}
+	return b.w.create(ctx, s, nil)
+}
+
+// machineParams describe one Machine and the objects that come with it.
+type machineParams struct {
+	name   string
+	owner  client.Object
+	labels map[string]string
+	// bootstrap is the KubeadmConfig spec; bootstrapTemplate, if set, the
+	// KubeadmConfigTemplate it was cloned from.
+	bootstrap         bootstrapv1.KubeadmConfigSpec
+	bootstrapTemplate string
+	infraTemplate     string
+	flavor            string
+	failureDomain     string
+	claimAddress      bool
+}
+
+// createMachine creates a Machine with its KubeadmConfig, bootstrap data
+// Secret and LoopMachine, all with the statuses of a running node.
+func (b *clusterBuilder) createMachine(ctx context.Context, p machineParams) error {
+	providerID := capiprovider.LoopProviderIDPrefix + b.wc.Namespace + "/" + p.name
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            p.name,
+			Labels:          p.labels,
+			Finalizers:      []string{clusterv1.MachineFinalizer},
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(p.owner, true)},
+		},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: b.wc.Name,
+			Bootstrap: clusterv1.Bootstrap{
+				ConfigRef:      clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapGroup, Kind: "KubeadmConfig", Name: p.name},
+				DataSecretName: ptr.To(p.name),
+			},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: loopGroup, Kind: capiprovider.LoopMachineKind, Name: p.name},
+			Version:           b.opts.KubernetesVersion,
+			ProviderID:        providerID,
+			FailureDomain:     p.failureDomain,
+		},
+	}
+	if err := b.w.create(ctx, m, nil); err != nil {
+		return err
+	}
+	machineOwner := []metav1.OwnerReference{b.w.ownerRef(m, true)}
+
+	kc := &bootstrapv1.KubeadmConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.wc.Namespace, Name: p.name, Labels: p.labels, OwnerReferences: machineOwner},
+		Spec:       p.bootstrap,
+	}
+	if p.bootstrapTemplate != "" {
+		cloned(kc, p.bootstrapTemplate, "KubeadmConfigTemplate."+bootstrapGroup)
+	}
+	if err := b.createBootstrapConfig(ctx, kc); err != nil {
+		return err
+	}
+
+	lm := newLoop(capiprovider.LoopMachineKind, b.wc.Namespace, p.name)
+	lm.SetLabels(p.labels)
+	lm.SetFinalizers([]string{loopMachineFinalizer})
+	lm.SetOwnerReferences(machineOwner)
+	cloned(lm, p.infraTemplate, capiprovider.LoopMachineTemplateKind+"."+loopGroup)
+	setNested(lm, map[string]any{"providerID": providerID, "flavor": p.flavor, "failureDomain": p.failureDomain}, "spec")
+	address := b.machineAddress(p.name)
+	if err := b.w.create(ctx, lm, func() {
+		setNested(lm, map[string]any{
+			"initialization": map[string]any{"provisioned": true},
+			"addresses": []any{
+				map[string]any{"type": "InternalIP", "address": address},
+				map[string]any{"type": "Hostname", "address": p.name},
+			},
+			"conditions": conditionsJSON(conditions(lm.GetGeneration(), isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))),
+		}, "status")
+	}); err != nil {
+		return err
+	}
+	if p.claimAddress {
+		if err := b.createAddressClaim(ctx, lm, address); err != nil {
+			return err
+		}
+	}
+
+	m.Status = clusterv1.MachineStatus{
+		Initialization: clusterv1.MachineInitializationStatus{InfrastructureProvisioned: ptr.To(true), BootstrapDataSecretCreated: ptr.To(true)},
+		NodeRef:        clusterv1.MachineNodeReference{Name: p.name},
+		NodeInfo: &corev1.NodeSystemInfo{
+			KubeletVersion: b.opts.KubernetesVersion, ContainerRuntimeVersion: "containerd://2.1.4",
+			OperatingSystem: "linux", Architecture: "amd64", OSImage: "Loop Linux", KernelVersion: "6.12.0-loop",
+			MachineID: suffix(p.name + "/machine-id"), SystemUUID: suffix(p.name + "/uuid"), BootID: suffix(p.name + "/boot"),
+		},
+		LastUpdated: metav1.NewTime(time.Now().Truncate(time.Second)),
+		Addresses: clusterv1.MachineAddresses{
+			{Type: clusterv1.MachineInternalIP, Address: address},
+			{Type: clusterv1.MachineHostName, Address: p.name},
+		},
+		FailureDomain:      p.failureDomain,
+		Phase:              string(clusterv1.MachinePhaseRunning),
+		ObservedGeneration: m.Generation,
+		Conditions: steadyState(m.Generation,
+			isTrue(clusterv1.MachineAvailableCondition, clusterv1.AvailableReason),
+			isTrue(clusterv1.MachineReadyCondition, clusterv1.ReadyReason),
+			isTrue(clusterv1.MachineUpToDateCondition, clusterv1.UpToDateReason),
+			isTrue(clusterv1.MachineBootstrapConfigReadyCondition, clusterv1.ReadyReason),
+			isTrue(clusterv1.MachineInfrastructureReadyCondition, clusterv1.ReadyReason),
+			isTrue(clusterv1.MachineNodeReadyCondition, "NodeReady"),
+			isTrue(clusterv1.MachineNodeHealthyCondition, "NodeHealthy"),
+			notDeleting()),
+	}
+	return b.w.setStatus(ctx, m)
+}
+
+// machineAddress is a loopback address for a simulated machine.
+func (b *clusterBuilder) machineAddress(name string) string {
+	h := suffix(name)
+	return fmt.Sprintf("127.100.%d.%d", b.index%250, 2+int(h[0])%250)
+}
+
+// createBootstrapConfig creates a KubeadmConfig and the bootstrap data Secret
+// it produced, owned by it.
+func (b *clusterBuilder) createBootstrapConfig(ctx context.Context, kc *bootstrapv1.KubeadmConfig) error {
+	if err := b.w.create(ctx, kc, func() {
+		kc.Status = bootstrapv1.KubeadmConfigStatus{
+			Initialization:     bootstrapv1.KubeadmConfigInitializationStatus{DataSecretCreated: ptr.To(true)},
+			DataSecretName:     kc.Name,
+			ObservedGeneration: kc.Generation,
+			Conditions: steadyState(kc.Generation,
+				isTrue(bootstrapv1.KubeadmConfigReadyCondition, clusterv1.ReadyReason),
+				isTrue(bootstrapv1.KubeadmConfigDataSecretAvailableCondition, "Available"),
+				isTrue(bootstrapv1.KubeadmConfigCertificatesAvailableCondition, "Available")),
+		}
+	}); err != nil {
+		return err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       kc.Namespace,
+			Name:            kc.Name,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: b.wc.Name},
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(kc, true)},
+		},
+		Type: clusterv1.ClusterSecretType,
+		Data: map[string][]byte{
+			"value":  []byte("#cloud-config\nruncmd:\n- echo loop machine " + kc.Name + "\n"),
+			"format": []byte(bootstrapv1.CloudConfig),
+		},
+	}
+	return b.w.create(ctx, secret, nil)
+}
+
+// createAddressClaim creates the IPAddressClaim a LoopMachine makes for its
+// address and the IPAddress an IPAM provider allocates for it.
+func (b *clusterBuilder) createAddressClaim(ctx context.Context, lm *unstructured.Unstructured, address string) error {
+	pool := ipamv1.IPPoolReference{APIGroup: ipamv1.GroupVersion.Group, Kind: ipPoolKind, Name: b.wc.Namespace + "-loopback"}
+	name := lm.GetName() + "-0"
+	claim := &ipamv1.IPAddressClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            name,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: b.wc.Name},
+			Finalizers:      []string{ipClaimFinalizer},
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(lm, true)},
+		},
+		Spec: ipamv1.IPAddressClaimSpec{ClusterName: b.wc.Name, PoolRef: pool},
+	}
+	if err := b.w.create(ctx, claim, nil); err != nil {
+		return err
+	}
+	ip := &ipamv1.IPAddress{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            name,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: b.wc.Name},
+			Finalizers:      []string{ipAddressFinalizer},
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(claim, true)},
+		},
+		Spec: ipamv1.IPAddressSpec{
+			ClaimRef: ipamv1.IPAddressClaimReference{Name: claim.Name},
+			PoolRef:  pool,
+			Address:  address,
+			Prefix:   ptr.To[int32](24),
+			Gateway:  address[:strings.LastIndex(address, ".")] + ".1",
+		},
+	}
+	if err := b.w.create(ctx, ip, nil); err != nil {
+		return err
+	}
+	claim.Status.AddressRef = ipamv1.IPAddressReference{Name: ip.Name}
+	claim.Status.Conditions = conditions(claim.Generation, isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))
+	return b.w.setStatus(ctx, claim)
+}
+
+func (b *clusterBuilder) createWorkers(ctx context.Context) error {
+	mdName := b.name(b.wc.Name + "-md-0")
+	bootstrapTemplate := &bootstrapv1.KubeadmConfigTemplate{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            mdName,
+			Labels:          b.labels(),
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(b.cluster, false)},
+		},
+	}
+	classTemplate := ClusterClassName + "-" + workerClass
+	if b.topology() {
+		cloned(bootstrapTemplate, classTemplate, "KubeadmConfigTemplate."+bootstrapGroup)
+		bootstrapTemplate.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] = "md-0"
+	}
+	if err := b.w.create(ctx, bootstrapTemplate, nil); err != nil {
+		return err
+	}
+	if err := b.loopMachineTemplate(ctx, mdName, "small", classTemplate); err != nil {
+		return err
+	}
+
+	workers := int32(*b.opts.Workers)
+	mdLabels := b.labels()
+	if b.topology() {
+		mdLabels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] = "md-0"
+	}
+	template := clusterv1.MachineTemplateSpec{
+		Spec: clusterv1.MachineSpec{
+			ClusterName: b.wc.Name,
+			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: bootstrapGroup, Kind: "KubeadmConfigTemplate", Name: bootstrapTemplate.Name}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: loopGroup, Kind: capiprovider.LoopMachineTemplateKind, Name: mdName},
+			Version:           b.opts.KubernetesVersion,
+			FailureDomain:     "zone-b",
+		},
+	}
+	mdFinalizers := []string{clusterv1.MachineDeploymentFinalizer}
+	msFinalizers := []string{clusterv1.MachineSetFinalizer}
+	if b.topology() {
+		mdFinalizers = append(mdFinalizers, clusterv1.MachineDeploymentTopologyFinalizer)
+		msFinalizers = append(msFinalizers, clusterv1.MachineSetTopologyFinalizer)
+	}
+	md := &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            mdName,
+			Labels:          mdLabels,
+			Annotations:     map[string]string{clusterv1.RevisionAnnotation: "1"},
+			Finalizers:      mdFinalizers,
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(b.cluster, false)},
+		},
+		Spec: clusterv1.MachineDeploymentSpec{ClusterName: b.wc.Name, Replicas: &workers, Template: template},
+	}
+	if err := b.w.create(ctx, md, nil); err != nil {
+		return err
+	}
+
+	hash := suffix(mdName + "/template")
+	msLabels := b.labels(clusterv1.MachineDeploymentNameLabel, md.Name, clusterv1.MachineDeploymentUniqueLabel, hash)
+	msTemplate := *template.DeepCopy()
+	msTemplate.Labels = map[string]string{}
+	for k, v := range md.Spec.Template.Labels {
+		msTemplate.Labels[k] = v
+	}
+	msTemplate.Labels[clusterv1.MachineDeploymentUniqueLabel] = hash
+	selector := metav1.LabelSelector{MatchLabels: map[string]string{}}
+	for k, v := range md.Spec.Selector.MatchLabels {
+		selector.MatchLabels[k] = v
+	}
+	selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel] = hash
+	ms := &clusterv1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: b.wc.Namespace,
+			Name:      md.Name + "-" + hash,
+			Labels:    msLabels,
+			Annotations: map[string]string{
+				clusterv1.RevisionAnnotation:        "1",
+				clusterv1.DesiredReplicasAnnotation: fmt.Sprint(workers),
+				clusterv1.MaxReplicasAnnotation:     fmt.Sprint(workers + 1),
+			},
+			Finalizers:      msFinalizers,
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(md, true)},
+		},
+		Spec: clusterv1.MachineSetSpec{ClusterName: b.wc.Name, Replicas: &workers, Selector: selector, Template: msTemplate},
+	}
+	if err := b.w.create(ctx, ms, nil); err != nil {
+		return err
+	}
+
+	var names []string
+	for i := range int(workers) {
+		name := ms.Name + "-" + suffix(fmt.Sprintf("%s/%s/%d", b.wc.Namespace, ms.Name, i))
+		names = append(names, name)
+		labels := map[string]string{}
+		for k, v := range msTemplate.Labels {
+			labels[k] = v
+		}
+		labels[clusterv1.MachineSetNameLabel] = ms.Name
+		err := b.createMachine(ctx, machineParams{
+			name:              name,
+			owner:             ms,
+			labels:            labels,
+			bootstrap:         bootstrapv1.KubeadmConfigSpec{JoinConfiguration: bootstrapv1.JoinConfiguration{}},
+			bootstrapTemplate: bootstrapTemplate.Name,
+			infraTemplate:     mdName,
+			flavor:            "small",
+			failureDomain:     "zone-b",
+		})
+		if err != nil {
+			return err
+		}
+	}
+	b.wc.Machines = append(b.wc.Machines, names...)
+
+	replicaStatus := func() (*int32, *int32, *int32, *int32) { return &workers, &workers, &workers, &workers }
+	ms.Status.Replicas, ms.Status.ReadyReplicas, ms.Status.AvailableReplicas, ms.Status.UpToDateReplicas = replicaStatus()
+	ms.Status.Selector = metav1.FormatLabelSelector(&ms.Spec.Selector)
+	ms.Status.ObservedGeneration = ms.Generation
+	ms.Status.Conditions = steadyState(ms.Generation,
+		isTrue(clusterv1.MachineSetMachinesReadyCondition, clusterv1.ReadyReason),
+		isTrue(clusterv1.MachineSetMachinesUpToDateCondition, clusterv1.UpToDateReason),
+		isFalse(clusterv1.MachineSetScalingUpCondition, clusterv1.NotScalingUpReason),
+		isFalse(clusterv1.MachineSetScalingDownCondition, clusterv1.NotScalingDownReason),
+		isFalse(clusterv1.MachineSetRemediatingCondition, clusterv1.NotRemediatingReason),
+		notDeleting())
+	if err := b.w.setStatus(ctx, ms); err != nil {
+		return err
+	}
+	md.Status.Replicas, md.Status.ReadyReplicas, md.Status.AvailableReplicas, md.Status.UpToDateReplicas = replicaStatus()
+	md.Status.Selector = metav1.FormatLabelSelector(&md.Spec.Selector)
+	md.Status.Phase = string(clusterv1.MachineDeploymentPhaseRunning)
+	md.Status.ObservedGeneration = md.Generation
+	md.Status.Conditions = steadyState(md.Generation,
+		isTrue(clusterv1.MachineDeploymentAvailableCondition, clusterv1.AvailableReason),
+		isTrue(clusterv1.MachineDeploymentMachinesReadyCondition, clusterv1.ReadyReason),
+		isTrue(clusterv1.MachineDeploymentMachinesUpToDateCondition, clusterv1.UpToDateReason),
+		isFalse(clusterv1.MachineDeploymentRollingOutCondition, clusterv1.NotRollingOutReason),
+		isFalse(clusterv1.MachineDeploymentScalingUpCondition, clusterv1.NotScalingUpReason),
+		isFalse(clusterv1.MachineDeploymentScalingDownCondition, clusterv1.NotScalingDownReason),
+		isFalse(clusterv1.MachineDeploymentRemediatingCondition, clusterv1.NotRemediatingReason),
+		notDeleting())
+	return b.w.setStatus(ctx, md)
+}
+
+func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
+	name := b.wc.Name + "-mp-0"
+	replicas := int32(b.opts.MachinePoolReplicas)
+	var providerIDs []string
+	var nodeRefs []corev1.ObjectReference
+	for i := range int(replicas) {
+		node := fmt.Sprintf("%s-%d", name, i)
+		providerIDs = append(providerIDs, capiprovider.LoopProviderIDPrefix+b.wc.Namespace+"/"+node)
+		nodeRefs = append(nodeRefs, corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node})
+	}
+	mp := &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            name,
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: b.wc.Name},
+			Finalizers:      []string{clusterv1.MachinePoolFinalizer},
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(b.cluster, false)},
+		},
+		Spec: clusterv1.MachinePoolSpec{
+			ClusterName: b.wc.Name,
+			Replicas:    &replicas,
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName: b.wc.Name,
+				Bootstrap: clusterv1.Bootstrap{
+					ConfigRef:      clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapGroup, Kind: "KubeadmConfig", Name: name},
+					DataSecretName: ptr.To(name),
+				},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: loopGroup, Kind: capiprovider.LoopMachinePoolKind, Name: name},
+				Version:           b.opts.KubernetesVersion,
+			}},
+			ProviderIDList: providerIDs,
+			FailureDomains: []string{"zone-b"},
+		},
+	}
+	if err := b.w.create(ctx, mp, nil); err != nil {
+		return err
+	}
+	owner := []metav1.OwnerReference{b.w.ownerRef(mp, true)}
+	labels := map[string]string{clusterv1.ClusterNameLabel: b.wc.Name, clusterv1.MachinePoolNameLabel: name}
+	kc := &bootstrapv1.KubeadmConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.wc.Namespace, Name: name, Labels: labels, OwnerReferences: owner},
+		Spec:       bootstrapv1.KubeadmConfigSpec{JoinConfiguration: bootstrapv1.JoinConfiguration{}},
+	}
+	if err := b.createBootstrapConfig(ctx, kc); err != nil {
+		return err
+	}
+	lmp := newLoop(capiprovider.LoopMachinePoolKind, b.wc.Namespace, name)
+	lmp.SetLabels(labels)
+	lmp.SetFinalizers([]string{loopMachinePoolFinalizer})
+	lmp.SetOwnerReferences(owner)
+	ids := make([]any, len(providerIDs))
+	for i, id := range providerIDs {
+		ids[i] = id
+	}
+	setNested(lmp, map[string]any{"providerIDList": ids, "template": map[string]any{"flavor": "small"}}, "spec")
+	if err := b.w.create(ctx, lmp, func() {
+		setNested(lmp, map[string]any{
+			"initialization": map[string]any{"provisioned": true},
+			"replicas":       int64(replicas),
+			"conditions":     conditionsJSON(conditions(lmp.GetGeneration(), isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))),
+		}, "status")
+	}); err != nil {
+		return err
+	}
+	mp.Status = clusterv1.MachinePoolStatus{
+		Initialization:     clusterv1.MachinePoolInitializationStatus{InfrastructureProvisioned: ptr.To(true), BootstrapDataSecretCreated: ptr.To(true)},
+		NodeRefs:           nodeRefs,
+		Replicas:           &replicas,
+		ReadyReplicas:      &replicas,
+		AvailableReplicas:  &replicas,
+		UpToDateReplicas:   &replicas,
+		Phase:              string(clusterv1.MachinePoolPhaseRunning),
+		ObservedGeneration: mp.Generation,
+		// MachinePool has no v1beta2 conditions of its own yet (CAPI v1.14):
+		// its controller reports through the deprecated v1beta1 ones.
+		Conditions: conditions(mp.Generation, isFalse(clusterv1.PausedCondition, clusterv1.NotPausedReason)),
+		Deprecated: &clusterv1.MachinePoolDeprecatedStatus{V1Beta1: &clusterv1.MachinePoolV1Beta1DeprecatedStatus{
+			Conditions: v1beta1Conditions(clusterv1.ReadyV1Beta1Condition, clusterv1.BootstrapReadyV1Beta1Condition,
+				clusterv1.InfrastructureReadyV1Beta1Condition, clusterv1.ReplicasReadyV1Beta1Condition),
+		}},
+	}
+	return b.w.setStatus(ctx, mp)
+}
+
+func (b *clusterBuilder) createMachineHealthCheck(ctx context.Context) error {
+	var workers []string
+	for _, m := range b.wc.Machines {
+		if strings.HasPrefix(m, b.name(b.wc.Name+"-md-0")) {
+			workers = append(workers, m)
+		}
+	}
+	n := int32(len(workers))
+	mhc := &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            b.wc.Name + "-workers-unhealthy",
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: b.wc.Name},
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(b.cluster, false)},
+		},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName: b.wc.Name,
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: b.name(b.wc.Name + "-md-0")}},
+			Checks: clusterv1.MachineHealthCheckChecks{
+				NodeStartupTimeoutSeconds: ptr.To[int32](600),
+				UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+					{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](300)},
+					{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](300)},
+				},
+			},
+		},
+	}
+	return b.w.create(ctx, mhc, func() {
+		mhc.Status = clusterv1.MachineHealthCheckStatus{
+			ExpectedMachines:    &n,
+			CurrentHealthy:      &n,
+			RemediationsAllowed: &n,
+			ObservedGeneration:  mhc.Generation,
+			Targets:             workers,
+			Conditions: steadyState(mhc.Generation,
+				isTrue(clusterv1.MachineHealthCheckRemediationAllowedCondition, "RemediationAllowed")),
+		}
+	})
+}
+
+func (b *clusterBuilder) createResourceSetBinding(ctx context.Context) error {
+	applied := metav1.NewTime(time.Now().Truncate(time.Second))
+	var resources []addonsv1.ResourceBinding
+	for _, r := range b.crs.resources {
+		resources = append(resources, addonsv1.ResourceBinding{
+			ResourceRef:     r,
+			Hash:            "sha256:" + suffix(b.wc.Name+r.Kind+r.Name) + strings.Repeat("0", 59),
+			LastAppliedTime: applied,
+			Applied:         ptr.To(true),
+		})
+	}
+	binding := &addonsv1.ClusterResourceSetBinding{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       b.wc.Namespace,
+			Name:            b.wc.Name,
+			OwnerReferences: []metav1.OwnerReference{b.w.ownerRef(b.crs.crs, false)},
+		},
+		Spec: addonsv1.ClusterResourceSetBindingSpec{
+			ClusterName: b.wc.Name,
+			Bindings:    []addonsv1.ResourceSetBinding{{ClusterResourceSetName: b.crs.crs.Name, Resources: resources}},
+		},
+	}
+	return b.w.create(ctx, binding, nil)
+}
+
+// setClusterStatus writes the status of a provisioned Cluster: what
+// clusterctl move checks (infrastructure provisioned, control plane
+// initialized) and the rest of what the cluster controller reports.
+func (b *clusterBuilder) setClusterStatus(ctx context.Context) error {
+	c := b.cluster
+	cp := int32(b.opts.ControlPlaneReplicas)
+	workers := int32(*b.opts.Workers) + int32(b.opts.MachinePoolReplicas)
+	conds := []metav1.Condition{
+		isTrue(clusterv1.ClusterAvailableCondition, clusterv1.AvailableReason),
+		isTrue(clusterv1.ClusterInfrastructureReadyCondition, clusterv1.ReadyReason),
+		isTrue(clusterv1.ClusterControlPlaneInitializedCondition, clusterv1.ClusterControlPlaneInitializedReason),
+		isTrue(clusterv1.ClusterControlPlaneAvailableCondition, clusterv1.AvailableReason),
+		isTrue(clusterv1.ClusterWorkersAvailableCondition, clusterv1.AvailableReason),
+		isTrue(clusterv1.ClusterControlPlaneMachinesReadyCondition, clusterv1.ReadyReason),
+		isTrue(clusterv1.ClusterWorkerMachinesReadyCondition, clusterv1.ReadyReason),
+		isTrue(clusterv1.ClusterControlPlaneMachinesUpToDateCondition, clusterv1.UpToDateReason),
+		isTrue(clusterv1.ClusterWorkerMachinesUpToDateCondition, clusterv1.UpToDateReason),
+		isTrue(clusterv1.ClusterRemoteConnectionProbeCondition, "ProbeSucceeded"),
+		isFalse(clusterv1.ClusterRollingOutCondition, clusterv1.NotRollingOutReason),
+		isFalse(clusterv1.ClusterScalingUpCondition, clusterv1.NotScalingUpReason),
+		isFalse(clusterv1.ClusterScalingDownCondition, clusterv1.NotScalingDownReason),
+		isFalse(clusterv1.ClusterRemediatingCondition, clusterv1.NotRemediatingReason),
+		notDeleting(),
+	}
+	if b.topology() {
+		conds = append(conds, isTrue(clusterv1.ClusterTopologyReconciledCondition, clusterv1.ClusterTopologyReconcileSucceededReason))
+	}
+	c.Status = clusterv1.ClusterStatus{
+		Initialization: clusterv1.ClusterInitializationStatus{InfrastructureProvisioned: ptr.To(true), ControlPlaneInitialized: ptr.To(true)},
+		ControlPlane: &clusterv1.ClusterControlPlaneStatus{
+			DesiredReplicas: &cp, Replicas: &cp, UpToDateReplicas: &cp, ReadyReplicas: &cp, AvailableReplicas: &cp,
+		},
+		Workers: &clusterv1.WorkersStatus{
+			DesiredReplicas: &workers, Replicas: &workers, UpToDateReplicas: &workers, ReadyReplicas: &workers, AvailableReplicas: &workers,
+		},
+		FailureDomains: []clusterv1.FailureDomain{
+			{Name: "zone-a", ControlPlane: ptr.To(true)},
+			{Name: "zone-b", ControlPlane: ptr.To(false)},
+		},
+		Phase:              string(clusterv1.ClusterPhaseProvisioned),
+		ObservedGeneration: c.Generation,
+		Conditions:         steadyState(c.Generation, conds...),
+	}
+	return b.w.setStatus(ctx, c)
+}

@@ -1,0 +1,33 @@
+// Package fleet creates, in a local management cluster with the Cluster API
+// setup installed (package capiprovider), a fleet of N workload clusters
+// with the complete set of objects the Cluster API controllers produce for a
+// provisioned cluster: the objects, their ownerReferences, labels,
+// annotations, finalizers and statuses. Every object is created through the
+// real admission webhooks, so the fixture is valid by construction.
+//
+//	f, err := fleet.Create(ctx, c, fleet.Options{Clusters: 3, Workers: 2, Namespaces: []string{"team-a", "team-b"}})
+//
+// Per workload cluster: the Cluster, its LoopCluster, a KubeadmControlPlane
+// with its LoopMachineTemplate, control-plane Machines with KubeadmConfigs,
+// LoopMachines and bootstrap data Secrets; a MachineDeployment owning a
+// MachineSet owning the worker Machines (with theirs); the cluster Secrets
+// (kubeconfig, ca, etcd, sa, proxy); a MachineHealthCheck; a MachinePool with
+// its KubeadmConfig, LoopMachinePool and bootstrap Secret; an
+// IPAddressClaim/IPAddress pair claimed by the first control-plane
+// LoopMachine; and a ClusterResourceSetBinding. Per namespace: a
+// ClusterResourceSet with its Secret and ConfigMap. Shared: a cluster-scoped
+// LoopClusterIdentity labelled clusterctl.cluster.x-k8s.io/move-hierarchy,
+// with its credentials Secret in the provider namespace.
+//
+// Clusters cycle through three shapes: classic (every object created
+// directly), ClusterClass-based with the ClusterClass in the cluster's
+// namespace, and ClusterClass-based with the ClusterClass in another
+// namespace (Options.ClassNamespace). N >= 3 gives all three.
+//
+// Statuses are those of a provisioned cluster, so clusterctl's move preflight
+// checks pass: infrastructure provisioned, control plane initialized, every
+// Machine with a nodeRef. Names are derived deterministically from the
+// options, so two fleets created with the same options look alike.
+//
+// The fixture writes what the controllers would write; no controller runs.
+package fleet

@@ -1,0 +1,341 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/move-operator/move-operator/test/capiprovider"
+)
+
+// Options describe the fleet. The zero value is one classic cluster with two
+// workers in namespace "fleet".
+type Options struct {
+	// Clusters is the number of workload clusters, N. Default 1.
+	Clusters int
+	// Workers is the number of worker Machines of each cluster's
+	// MachineDeployment. Default 2; 0 is allowed.
+	Workers *int
+	// ControlPlaneReplicas is the number of control-plane Machines per cluster,
+	// 1 or 3 (KubeadmControlPlane refuses even numbers). Default 1.
+	ControlPlaneReplicas int
+	// MachinePoolReplicas is the number of instances of each cluster's
+	// MachinePool. Default 1.
+	MachinePoolReplicas int
+	// Namespaces receive the clusters round-robin; missing ones are created.
+	// Default ["fleet"].
+	Namespaces []string
+	// ClassNamespace holds the ClusterClass used across namespaces. Default
+	// "<Namespaces[0]>-classes".
+	ClassNamespace string
+	// Name prefixes cluster names (<Name>-<i>) and names the shared identity.
+	// Default "workload".
+	Name string
+	// KubernetesVersion of the workload clusters. Default v1.34.2.
+	KubernetesVersion string
+	// Concurrency bounds the clusters created at once. Default 4.
+	Concurrency int
+}
+
+// Shape is how a workload cluster is defined.
+type Shape string
+
+// Shapes of workload clusters.
+const (
+	// Classic clusters reference their infrastructure and control plane directly.
+	Classic Shape = "Classic"
+	// ClusterClass clusters use a ClusterClass in their own namespace.
+	ClusterClass Shape = "ClusterClass"
+	// CrossNamespaceClusterClass clusters use a ClusterClass in another namespace.
+	CrossNamespaceClusterClass Shape = "CrossNamespaceClusterClass"
+)
+
+// Fleet describes what Create made.
+type Fleet struct {
+	// Clusters are the workload clusters, in creation order.
+	Clusters []WorkloadCluster
+	// Namespaces holds the fleet's namespaces, ClassNamespace included.
+	Namespaces []string
+	// Identity is the name of the cluster-scoped LoopClusterIdentity.
+	Identity string
+	// ClusterClasses are the ClusterClasses created.
+	ClusterClasses []client.ObjectKey
+	// Objects counts the objects created, by kind.
+	Objects map[string]int
+	// Duration is how long Create took.
+	Duration time.Duration
+}
+
+// WorkloadCluster is one workload cluster of the fleet.
+type WorkloadCluster struct {
+	Namespace string
+	Name      string
+	Shape     Shape
+	// ClassRef names the ClusterClass of a ClusterClass-based cluster.
+	ClassRef *client.ObjectKey
+	// Machines are the names of all its Machines (control plane and workers).
+	Machines []string
+}
+
+// Total is the number of objects created.
+func (f *Fleet) Total() int {
+	n := 0
+	for _, c := range f.Objects {
+		n += c
+	}
+	return n
+}
+
+func (o *Options) defaults() error {
+	if o.Clusters <= 0 {
+		o.Clusters = 1
+	}
+	if o.Workers == nil {
+		two := 2
+		o.Workers = &two
+	}
+	if *o.Workers < 0 {
+		return fmt.Errorf("fleet workers %d must not be negative", *o.Workers)
+	}
+	if o.ControlPlaneReplicas == 0 {
+		o.ControlPlaneReplicas = 1
+	}
+	if o.ControlPlaneReplicas%2 == 0 || o.ControlPlaneReplicas < 0 {
+		return fmt.Errorf("fleet control plane replicas %d must be odd", o.ControlPlaneReplicas)
+	}
+	if o.MachinePoolReplicas <= 0 {
+		o.MachinePoolReplicas = 1
+	}
+	if len(o.Namespaces) == 0 {
+		o.Namespaces = []string{"fleet"}
+	}
+	if o.ClassNamespace == "" {
+		o.ClassNamespace = o.Namespaces[0] + "-classes"
+	}
+	if o.Name == "" {
+		o.Name = "workload"
+	}
+	if o.KubernetesVersion == "" {
+		o.KubernetesVersion = "v1.34.2"
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	return nil
+}
+
+// Create creates the fleet through c, which must use a scheme with the
+// Cluster API types (capiprovider.NewScheme). Namespaces that do not exist
+// are created. Objects that already exist make Create fail: a fleet is
+// created once.
+func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) {
+	began := time.Now()
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	w := &writer{c: c, counts: map[string]int{}}
+	f := &Fleet{Namespaces: append(append([]string{}, opts.Namespaces...), opts.ClassNamespace)}
+	for _, ns := range f.Namespaces {
+		if err := ensureNamespace(ctx, c, ns); err != nil {
+			return nil, err
+		}
+	}
+
+	identity, err := createIdentity(ctx, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	f.Identity = identity
+
+	shapes := make([]Shape, opts.Clusters)
+	for i := range shapes {
+		shapes[i] = []Shape{Classic, ClusterClass, CrossNamespaceClusterClass}[i%3]
+	}
+
+	// ClusterClasses first: the Cluster webhook validates a topology against
+	// its (reconciled) ClusterClass.
+	classes := map[string]*classRefs{}
+	needClass := map[string]bool{}
+	for i, shape := range shapes {
+		switch shape {
+		case ClusterClass:
+			needClass[opts.Namespaces[i%len(opts.Namespaces)]] = true
+		case CrossNamespaceClusterClass:
+			needClass[opts.ClassNamespace] = true
+		}
+	}
+	for _, ns := range sortedKeys(needClass) {
+		cc, err := createClusterClass(ctx, w, opts, ns)
+		if err != nil {
+			return nil, err
+		}
+		classes[ns] = cc
+		f.ClusterClasses = append(f.ClusterClasses, client.ObjectKey{Namespace: ns, Name: cc.name})
+	}
+
+	crs := map[string]*crsInfo{}
+	for _, ns := range opts.Namespaces {
+		info, err := createClusterResourceSet(ctx, w, ns)
+		if err != nil {
+			return nil, err
+		}
+		crs[ns] = info
+	}
+
+	f.Clusters = make([]WorkloadCluster, opts.Clusters)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for i := range opts.Clusters {
+		ns := opts.Namespaces[i%len(opts.Namespaces)]
+		wc := WorkloadCluster{Namespace: ns, Name: fmt.Sprintf("%s-%d", opts.Name, i), Shape: shapes[i]}
+		var class *classRefs
+		switch wc.Shape {
+		case ClusterClass:
+			class = classes[ns]
+		case CrossNamespaceClusterClass:
+			class = classes[opts.ClassNamespace]
+		}
+		if class != nil {
+			wc.ClassRef = &client.ObjectKey{Namespace: class.namespace, Name: class.name}
+		}
+		g.Go(func() error {
+			b := &clusterBuilder{w: w, opts: opts, wc: wc, index: i, class: class, identity: identity, crs: crs[ns]}
+			if err := b.build(gctx); err != nil {
+				return fmt.Errorf("creating workload cluster %s/%s: %w", wc.Namespace, wc.Name, err)
+			}
+			f.Clusters[i] = b.wc
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	f.Objects = w.snapshotCounts()
+	f.Duration = time.Since(began)
+	return f, nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// writer creates objects and sets their status, counting what it made.
+type writer struct {
+	c client.Client
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// create creates obj (through the webhooks) and then, if status is not nil,
+// lets status fill the status and writes it through the status subresource,
+// as the owning controller would after its first reconcile.
+func (w *writer) create(ctx context.Context, obj client.Object, status func()) error {
+	gvk, err := apiutil.GVKForObject(obj, w.c.Scheme())
+	if err != nil {
+		return err
+	}
+	if err := w.c.Create(ctx, obj); err != nil {
+		return fmt.Errorf("creating %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	w.count(gvk)
+	if status == nil {
+		return nil
+	}
+	status()
+	if err := w.c.Status().Update(ctx, obj); err != nil {
+		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// update writes obj's spec or metadata (through the webhooks).
+func (w *writer) update(ctx context.Context, obj client.Object) error {
+	if err := w.c.Update(ctx, obj); err != nil {
+		gvk, _ := apiutil.GVKForObject(obj, w.c.Scheme())
+		return fmt.Errorf("updating %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+func (w *writer) count(gvk schema.GroupVersionKind) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.counts[gvk.Kind]++
+}
+
+func (w *writer) snapshotCounts() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int, len(w.counts))
+	for k, v := range w.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// ownerRef references owner the way Cluster API controllers do: controller
+// references block the owner's deletion, plain ones do not.
+func (w *writer) ownerRef(owner client.Object, controller bool) metav1.OwnerReference {
+	gvk, err := apiutil.GVKForObject(owner, w.c.Scheme())
+	if err != nil {
+		panic(fmt.Sprintf("owner %T is not in the client's scheme: %v", owner, err))
+	}
+	ref := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
+	if controller {
+		t := true
+		ref.Controller, ref.BlockOwnerDeletion = &t, &t
+	}
+	return ref
+}
+
+// suffix returns the five characters Cluster API appends to generated names,
+// derived from key so the same options always give the same names.
+func suffix(key string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	v := h.Sum64()
+	out := make([]byte, 5)
+	for i := range out {
+		out[i] = alphabet[v%uint64(len(alphabet))]
+		v /= uint64(len(alphabet))
+	}
+	return string(out)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// loop builds an object of the loop infrastructure provider.
+var loopGV = capiprovider.LoopGroupVersion
+
+// setStatus writes obj's status through the status subresource.
+func (w *writer) setStatus(ctx context.Context, obj client.Object) error {
+	if err := w.c.Status().Update(ctx, obj); err != nil {
+		gvk, _ := apiutil.GVKForObject(obj, w.c.Scheme())
+		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package snapshot
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Diff describes how got differs from want, or returns "" when they are
+// equal: objects only in want (-), only in got (+), and for objects in both
+// a field-by-field diff (-want +got).
+func Diff(want, got *Snapshot) string {
+	var b strings.Builder
+	i, j := 0, 0
+	for i < len(want.Objects) || j < len(got.Objects) {
+		switch {
+		case j >= len(got.Objects) || (i < len(want.Objects) && less(want.Objects[i].Key(), got.Objects[j].Key())):
+			fmt.Fprintf(&b, "- %s: missing\n", want.Objects[i].Key())
+			i++
+		case i >= len(want.Objects) || less(got.Objects[j].Key(), want.Objects[i].Key()):
+			fmt.Fprintf(&b, "+ %s: unexpected\n", got.Objects[j].Key())
+			j++
+		default:
+			if d := cmp.Diff(want.Objects[i], got.Objects[j]); d != "" {
+				fmt.Fprintf(&b, "~ %s differs (-want +got):\n%s", want.Objects[i].Key(), indent(d))
+			}
+			i++
+			j++
+		}
+	}
+	return b.String()
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
