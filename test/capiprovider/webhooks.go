@@ -117,7 +117,7 @@ func setupAll(mgr manager.Manager, hooks ...webhookSetup) error {
 
 func setupCoreWebhooks(mgr manager.Manager, reader client.Reader) error {
 	return setupAll(mgr,
-		&coreadmission.ClusterClass{Client: reader},
+		&coreadmission.ClusterClass{Client: indexedReader{reader}},
 		&coreadmission.Cluster{Client: reader, ClusterCacheReader: unreachableWorkloadClusters{}},
 		&coreadmission.Machine{},
 		&coreadmission.MachineSet{},
