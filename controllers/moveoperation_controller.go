@@ -93,7 +93,7 @@ func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options con
 
 // Reconcile moves a MoveOperation one durable step forward, then writes its
 // status, so that a restarted operator re-enters the step it was in.
-func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	mo := &movev1alpha1.MoveOperation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mo); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -123,6 +123,13 @@ func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			mo.Status.ObservedGeneration = mo.Generation
 		}
 		if err := r.patchStatus(ctx, s); err != nil {
+			if apierrors.IsConflict(err) && retErr == nil {
+				// This reconcile started from a stale copy; its step is
+				// idempotent, so the next one simply does it again.
+				logger.V(1).Info("status changed meanwhile, reconciling again")
+				res = ctrl.Result{RequeueAfter: 100 * time.Millisecond}
+				return
+			}
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 			return
 		}

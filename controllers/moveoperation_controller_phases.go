@@ -52,6 +52,8 @@ func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) 
 	}
 	res, err := fn(ctx, s)
 	if err != nil {
+		// Say in the status what goes wrong while it is retried.
+		s.waiting = fmt.Sprintf("retrying after an error: %v", err)
 		return res, err
 	}
 	if phaseOf(s.mo) != phase {

@@ -116,6 +116,10 @@ type operatorOptions struct {
 	// crashAt, when positive, makes the operator's crashAt-th write to
 	// either cluster fail and stops the manager at once, as a crash would.
 	crashAt int64
+	// onWrite, when set, is called after each successful write of the
+	// operator with the cluster ("source" or "target"), the verb and the
+	// object as written.
+	onWrite func(cluster, verb string, obj client.Object)
 	// pollInterval of the reconciler's waits; short in tests.
 	pollInterval time.Duration
 }
@@ -130,53 +134,10 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{cancel: cancel, done: make(chan struct{})}
 	var crashed sync.Once
-	wrap := func(c client.Client) client.Client {
-		count := func() error {
-			n := op.writes.Add(1)
-			if opts.crashAt > 0 && n >= opts.crashAt {
-				crashed.Do(cancel)
-				return fmt.Errorf("operator crashed before write %d", n)
-			}
-			return nil
+	wrap := func(cluster string) func(client.Client) client.Client {
+		return func(c client.Client) client.Client {
+			return op.intercept(c, cluster, opts, func() { crashed.Do(cancel) })
 		}
-		return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.CreateOption) error {
-				if err := count(); err != nil {
-					return err
-				}
-				return c.Create(ctx, obj, o...)
-			},
-			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.UpdateOption) error {
-				if err := count(); err != nil {
-					return err
-				}
-				return c.Update(ctx, obj, o...)
-			},
-			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
-				if err := count(); err != nil {
-					return err
-				}
-				return c.Patch(ctx, obj, p, o...)
-			},
-			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteOption) error {
-				if err := count(); err != nil {
-					return err
-				}
-				return c.Delete(ctx, obj, o...)
-			},
-			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
-				if err := count(); err != nil {
-					return err
-				}
-				return c.SubResource(sub).Patch(ctx, obj, p, o...)
-			},
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, o ...client.SubResourceUpdateOption) error {
-				if err := count(); err != nil {
-					return err
-				}
-				return c.SubResource(sub).Update(ctx, obj, o...)
-			},
-		})
 	}
 
 	mgr, err := ctrl.NewManager(env.Source.Config, ctrl.Options{
@@ -190,7 +151,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 			if err != nil {
 				return nil, err
 			}
-			return wrap(c), nil
+			return wrap("source")(c), nil
 		},
 	})
 	if err != nil {
@@ -202,11 +163,11 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	}
 	r := &controllers.MoveOperationReconciler{
 		Client:    mgr.GetClient(),
-		Source:    wrap(source),
+		Source:    wrap("source")(source),
 		APIReader: mgr.GetAPIReader(),
 		Scheme:    scheme,
 		Recorder:  mgr.GetEventRecorder("move-operator"),
-		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400, Wrap: wrap},
+		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400, Wrap: wrap("target")},
 		Move:      move.Options{},
 		// Poll often: the tests wait on these loops.
 		PollInterval: opts.pollInterval,
@@ -222,6 +183,63 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	}()
 	t.Cleanup(op.stop)
 	return op
+}
+
+// intercept wraps a client of one cluster so that every write is counted,
+// reported to opts.onWrite, and refused from the crashAt-th on.
+func (op *operator) intercept(c client.Client, cluster string, opts operatorOptions, crash func()) client.Client {
+	before := func() error {
+		n := op.writes.Add(1)
+		if opts.crashAt > 0 && n >= opts.crashAt {
+			crash()
+			return fmt.Errorf("operator crashed before write %d", n)
+		}
+		return nil
+	}
+	after := func(verb string, obj client.Object, err error) error {
+		if err == nil && opts.onWrite != nil {
+			opts.onWrite(cluster, verb, obj)
+		}
+		return err
+	}
+	return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.CreateOption) error {
+			if err := before(); err != nil {
+				return err
+			}
+			return after("create", obj, c.Create(ctx, obj, o...))
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.UpdateOption) error {
+			if err := before(); err != nil {
+				return err
+			}
+			return after("update", obj, c.Update(ctx, obj, o...))
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
+			if err := before(); err != nil {
+				return err
+			}
+			return after("patch", obj, c.Patch(ctx, obj, p, o...))
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteOption) error {
+			if err := before(); err != nil {
+				return err
+			}
+			return after("delete", obj, c.Delete(ctx, obj, o...))
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
+			if err := before(); err != nil {
+				return err
+			}
+			return after("patch/"+sub, obj, c.SubResource(sub).Patch(ctx, obj, p, o...))
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, o ...client.SubResourceUpdateOption) error {
+			if err := before(); err != nil {
+				return err
+			}
+			return after("update/"+sub, obj, c.SubResource(sub).Update(ctx, obj, o...))
+		},
+	})
 }
 
 // stop stops the operator and waits until it has.

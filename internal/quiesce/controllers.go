@@ -133,12 +133,12 @@ func ScaleDown(ctx context.Context, c client.Client, controllers []Controller) e
 		if err := c.Get(ctx, ctrl.Key, d); err != nil {
 			return fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 		}
+		if ptr.Deref(d.Spec.Replicas, 1) == 0 {
+			continue // down already: no count to lose
+		}
 		if _, ok := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]; !ok {
 			return fmt.Errorf("controller Deployment %s has no %s annotation: record replicas before scaling down",
 				ctrl.Key, movev1alpha1.OriginalReplicasAnnotation)
-		}
-		if ptr.Deref(d.Spec.Replicas, 1) == 0 {
-			continue
 		}
 		if err := setReplicas(ctx, c, d, 0); err != nil {
 			return err

@@ -1,0 +1,324 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/snapshot"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+// clusterState is what a move must leave as it found it in both clusters,
+// apart from the objects it moves: the controllers' replica counts and
+// annotations, and the webhook configurations byte for byte.
+type clusterState struct {
+	Replicas map[string]int32
+	Webhooks map[string]string
+}
+
+func stateOf(ctx context.Context, g Gomega) clusterState {
+	st := clusterState{Replicas: map[string]int32{}, Webhooks: map[string]string{}}
+	for _, m := range []*testenv.Management{env.Source, env.Target} {
+		deployments := &appsv1.DeploymentList{}
+		g.Expect(m.Client.List(ctx, deployments, client.HasLabels{capiprovider.ProviderLabel})).To(Succeed())
+		for _, d := range deployments.Items {
+			g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation), "%s: Deployment %s/%s", m.Name, d.Namespace, d.Name)
+			st.Replicas[m.Name+" "+d.Namespace+"/"+d.Name] = ptr.Deref(d.Spec.Replicas, 1)
+		}
+		v := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+		g.Expect(m.Client.List(ctx, v)).To(Succeed())
+		for _, w := range v.Items {
+			b, _ := json.Marshal([]any{w.Annotations, w.Labels, w.Webhooks})
+			st.Webhooks[m.Name+" validating "+w.Name] = string(b)
+		}
+		mu := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+		g.Expect(m.Client.List(ctx, mu)).To(Succeed())
+		for _, w := range mu.Items {
+			b, _ := json.Marshal([]any{w.Annotations, w.Labels, w.Webhooks})
+			st.Webhooks[m.Name+" mutating "+w.Name] = string(b)
+		}
+	}
+	return st
+}
+
+// setProviderReplicas scales a provider's Deployment in one cluster and waits
+// until it is Available; the test's cleanup puts it back to 1.
+func setProviderReplicas(t *testing.T, m *testenv.Management, provider string, n int32) {
+	t.Helper()
+	p := m.CAPI.Provider(provider)
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Deployment}
+	scale := func(n int32) error {
+		d := &appsv1.Deployment{}
+		if err := m.Client.Get(context.Background(), key, d); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Replicas = ptr.To(n)
+		return m.Client.Patch(context.Background(), d, patch)
+	}
+	if err := scale(n); err != nil {
+		t.Fatalf("scaling %s in %s: %v", key, m.Name, err)
+	}
+	t.Cleanup(func() { _ = scale(1) })
+	NewWithT(t).Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(m.Client.Get(context.Background(), key, d)).To(Succeed())
+		g.Expect(d.Status.AvailableReplicas).To(Equal(n))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed(), "%s in %s must reach %d available replicas", key, m.Name, n)
+}
+
+// createFleet creates a fleet in the source and removes it from both
+// clusters when the test ends.
+func createFleet(t *testing.T, opts fleet.Options) *fleet.Fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := fleet.Create(ctx, env.Source.Client, opts)
+	if err != nil {
+		t.Fatalf("creating the fleet: %v", err)
+	}
+	t.Cleanup(func() { purgeFleet(t, f) })
+	return f
+}
+
+// purgeFleet removes every object of the fleet from both clusters, finalizers
+// first (no provider controller runs to remove them), then the namespaces.
+func purgeFleet(t *testing.T, f *fleet.Fleet) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, m := range []*testenv.Management{env.Target, env.Source} {
+		if err := purge(ctx, m.Client, f.Namespaces, f.Identity); err != nil {
+			t.Errorf("removing the fleet from %s: %v", m.Name, err)
+		}
+	}
+}
+
+func capiTypes(ctx context.Context, c client.Client) ([]schema.GroupVersionKind, map[schema.GroupVersionKind]bool, error) {
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.List(ctx, crds, client.HasLabels{snapshot.ClusterctlLabel}); err != nil {
+		return nil, nil, err
+	}
+	var gvks []schema.GroupVersionKind
+	namespaced := map[schema.GroupVersionKind]bool{}
+	for _, crd := range crds.Items {
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+				gvks = append(gvks, gvk)
+				namespaced[gvk] = crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+			}
+		}
+	}
+	gvks = append(gvks, corev1.SchemeGroupVersion.WithKind("Secret"), corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	namespaced[gvks[len(gvks)-2]], namespaced[gvks[len(gvks)-1]] = true, true
+	return gvks, namespaced, nil
+}
+
+// purge deletes every Cluster API object (and Secret and ConfigMap) of the
+// namespaces, the global objects named global, and the namespaces, dropping
+// finalizers first. Clusters go first: webhooks refuse to delete a
+// ClusterClass still in use.
+func purge(ctx context.Context, c client.Client, namespaces []string, global ...string) error {
+	gvks, namespaced, err := capiTypes(ctx, c)
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(gvks, func(i, j int) bool { return gvks[i].Kind == "Cluster" && gvks[j].Kind != "Cluster" })
+	var errs []string
+	for _, gvk := range gvks {
+		var targets []string
+		if namespaced[gvk] {
+			targets = namespaces
+		} else {
+			targets = []string{""}
+		}
+		for _, ns := range targets {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			opts := []client.ListOption{}
+			if ns != "" {
+				opts = append(opts, client.InNamespace(ns))
+			}
+			if err := c.List(ctx, list, opts...); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			for i := range list.Items {
+				u := &list.Items[i]
+				if ns == "" && !contains(global, u.GetName()) {
+					continue
+				}
+				if len(u.GetFinalizers()) > 0 {
+					patch := client.MergeFrom(u.DeepCopy())
+					u.SetFinalizers(nil)
+					if err := c.Patch(ctx, u, patch); err != nil && !apierrors.IsNotFound(err) {
+						errs = append(errs, err.Error())
+					}
+				}
+				if err := c.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+					errs = append(errs, err.Error())
+				}
+			}
+		}
+	}
+	for _, ns := range namespaces {
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// assertOwnersExist checks that every ownerReference of every object in the
+// namespaces points at an object that exists, with that UID, in the same
+// cluster.
+func assertOwnersExist(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
+	gvks, namespaced, err := capiTypes(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	uids := map[types.UID]string{}
+	var owned []*unstructured.Unstructured
+	for _, gvk := range gvks {
+		targets := []string{""}
+		if namespaced[gvk] {
+			targets = namespaces
+		}
+		for _, ns := range targets {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			for i := range list.Items {
+				u := &list.Items[i]
+				uids[u.GetUID()] = u.GetKind() + " " + u.GetName()
+				if len(u.GetOwnerReferences()) > 0 {
+					owned = append(owned, u)
+				}
+			}
+		}
+	}
+	g.Expect(owned).NotTo(BeEmpty())
+	for _, u := range owned {
+		for _, ref := range u.GetOwnerReferences() {
+			g.Expect(uids).To(HaveKey(ref.UID), "%s %s/%s is owned by %s %s with UID %s, which does not exist in this cluster",
+				u.GetKind(), u.GetNamespace(), u.GetName(), ref.Kind, ref.Name, ref.UID)
+		}
+	}
+}
+
+// assertNoMoveMarks checks that no object in the namespaces still carries the
+// operation label, and no Cluster is paused.
+func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
+	gvks, namespaced, err := capiTypes(ctx, c)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, gvk := range gvks {
+		targets := []string{""}
+		if namespaced[gvk] {
+			targets = namespaces
+		}
+		for _, ns := range targets {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			g.Expect(c.List(ctx, list, client.InNamespace(ns), client.HasLabels{movev1alpha1.OperationLabel})).To(Succeed())
+			g.Expect(list.Items).To(BeEmpty(), "%s objects still labelled in namespace %q", gvk.Kind, ns)
+			if gvk.Kind == "Cluster" || gvk.Kind == "ClusterClass" {
+				all := &unstructured.UnstructuredList{}
+				all.SetGroupVersionKind(list.GroupVersionKind())
+				g.Expect(c.List(ctx, all, client.InNamespace(ns))).To(Succeed())
+				for _, u := range all.Items {
+					paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+					g.Expect(paused).To(BeFalse(), "%s %s/%s is still paused", u.GetKind(), u.GetNamespace(), u.GetName())
+					g.Expect(u.GetAnnotations()).NotTo(HaveKey("cluster.x-k8s.io/paused"), "%s %s/%s is still paused", u.GetKind(), u.GetNamespace(), u.GetName())
+					g.Expect(u.GetAnnotations()).NotTo(HaveKey(movev1alpha1.PausedByAnnotation))
+				}
+			}
+		}
+	}
+}
+
+// take snapshots the namespaces of one cluster, leaving out what a move may
+// change: the operation label and the pause annotations.
+func take(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) *snapshot.Snapshot {
+	s, err := snapshot.Take(ctx, m.Client, snapshot.Options{
+		Namespaces:        namespaces,
+		IgnoreLabels:      []string{movev1alpha1.OperationLabel},
+		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	return s
+}
+
+// namespaced returns the objects of a snapshot that live in a namespace.
+func namespacedOnly(s *snapshot.Snapshot) *snapshot.Snapshot {
+	out := &snapshot.Snapshot{}
+	for _, o := range s.Objects {
+		if o.Namespace != "" {
+			out.Objects = append(out.Objects, o)
+		}
+	}
+	return out
+}
+
+// scaleUps records, from the operator's writes, the order in which
+// Deployments went from zero replicas back up.
+type scaleUps struct {
+	mu    sync.Mutex
+	last  map[string]int32
+	order []string
+}
+
+func (s *scaleUps) observe(cluster, _ string, obj client.Object) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[string]int32{}
+	}
+	key := cluster + " " + d.Namespace + "/" + d.Name
+	n := ptr.Deref(d.Spec.Replicas, 1)
+	if prev, seen := s.last[key]; seen && prev == 0 && n > 0 {
+		s.order = append(s.order, cluster)
+	}
+	s.last[key] = n
+}
+
+func (s *scaleUps) clusters() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.order...)
+}

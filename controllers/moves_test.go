@@ -1,0 +1,182 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/snapshot"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+// waitForPhase waits until the MoveOperation reaches phase, recording the
+// kstatus of every state it passed through; it fails at once, with the
+// conditions, when the move ends in another phase.
+func waitForPhase(t *testing.T, mo *movev1alpha1.MoveOperation, want movev1alpha1.MovePhase, timeout time.Duration) (*movev1alpha1.MoveOperation, map[status.Status]bool) {
+	t.Helper()
+	seen := map[status.Status]bool{}
+	var got *movev1alpha1.MoveOperation
+	deadline := time.Now().Add(timeout)
+	for {
+		g := NewWithT(t)
+		got = get(g, mo)
+		seen[kstatusOf(g, got)] = true
+		if got.Status.Phase == want {
+			return got, seen
+		}
+		if got.Status.Phase.IsTerminal() || time.Now().After(deadline) {
+			conds, _ := json.MarshalIndent(got.Status.Conditions, "", "  ")
+			t.Fatalf("MoveOperation %s/%s is in phase %q, want %q; failure %s: %s\nconditions: %s\nlogs: %s",
+				mo.Namespace, mo.Name, got.Status.Phase, want, got.Status.FailureReason, got.Status.FailureMessage, conds, env.LogDirs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// opsNamespace creates the namespace the MoveOperation and its Secret live
+// in, with the target's kubeconfig under "target".
+func opsNamespace(t *testing.T) string {
+	ns := testenv.NewNamespace(t, env.Source, "ops")
+	newSecret(t, ns, "target", map[string][]byte{"value": targetKubeconfig})
+	return ns
+}
+
+func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ensureSetup(t)
+	prefix := "all" + rand.String(4)
+	f := createFleet(t, fleet.Options{Clusters: 3, Workers: ptr.To(1), Namespaces: []string{prefix + "-a", prefix + "-b"}, Name: prefix})
+
+	// Replica counts 1, 2 and 3 must come back as they were; the target's
+	// infrastructure provider loses its record during the move and gets the
+	// fallback (2) instead of its original 1.
+	setProviderReplicas(t, env.Source, capiprovider.CoreProvider, 2)
+	setProviderReplicas(t, env.Target, capiprovider.KubeadmBootstrapProvider, 3)
+	infra := env.Target.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
+	infraKey := types.NamespacedName{Namespace: infra.Namespace, Name: infra.Deployment}
+
+	stateBefore := stateOf(ctx, g)
+	sourceBefore := take(ctx, g, env.Source, f.Namespaces)
+	t.Logf("moving %d objects: %v", len(sourceBefore.Objects), sourceBefore.Kinds())
+
+	ups := &scaleUps{}
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+		ups.observe(cluster, verb, obj)
+		if d, ok := obj.(*appsv1.Deployment); ok && cluster == "target" && client.ObjectKeyFromObject(d) == infraKey && ptr.Deref(d.Spec.Replicas, 1) == 0 {
+			// Somebody removes the record while the controller is down.
+			cur := &appsv1.Deployment{}
+			if err := env.Target.Client.Get(ctx, infraKey, cur); err == nil {
+				patch := client.MergeFrom(cur.DeepCopy())
+				delete(cur.Annotations, movev1alpha1.OriginalReplicasAnnotation)
+				_ = env.Target.Client.Patch(ctx, cur, patch)
+			}
+		}
+	}})
+	ns := opsNamespace(t)
+	mo := newMoveOperation(t, ns, "move-all", movev1alpha1.MoveOperationSpec{
+		Target:      targetRef("target"),
+		Controllers: movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](2)},
+	})
+	done, seen := waitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
+
+	t.Run("the status tells the whole story", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(seen).To(HaveKey(status.InProgressStatus), "kstatus must report InProgress while moving")
+		g.Expect(kstatusOf(g, done)).To(Equal(status.CurrentStatus))
+		ready := meta.FindStatusCondition(done.Status.Conditions, movev1alpha1.ReadyCondition)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+		for _, c := range []string{movev1alpha1.ValidatedCondition, movev1alpha1.ControllersRecordedCondition, movev1alpha1.ControllersScaledDownCondition,
+			movev1alpha1.ObjectsCopiedCondition, movev1alpha1.ObjectsDeletedCondition, movev1alpha1.TargetRestoredCondition, movev1alpha1.SourceRestoredCondition} {
+			g.Expect(meta.IsStatusConditionTrue(done.Status.Conditions, c)).To(BeTrue(), "condition %s", c)
+		}
+		var phases []movev1alpha1.MovePhase
+		for _, p := range done.Status.PhaseTransitions {
+			phases = append(phases, p.Phase)
+		}
+		g.Expect(phases).To(Equal([]movev1alpha1.MovePhase{movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording,
+			movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget,
+			movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone}))
+		g.Expect(done.Status.Plan).NotTo(BeNil())
+		g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Plan.Objects))
+		g.Expect(done.Status.Progress.Summary).To(Equal(
+			formatProgress(done.Status.Plan.Objects, done.Status.Plan.Objects)))
+		g.Expect(done.Status.StartTime).NotTo(BeNil())
+		g.Expect(done.Status.CompletionTime).NotTo(BeNil())
+		g.Expect(done.Status.Controllers).To(HaveLen(2 * len(env.Source.CAPI.Providers)))
+	})
+
+	t.Run("what arrived is exactly what was there", func(t *testing.T) {
+		g := NewWithT(t)
+		targetAfter := take(ctx, g, env.Target, f.Namespaces)
+		if diff := snapshot.Diff(namespacedOnly(sourceBefore), namespacedOnly(targetAfter)); diff != "" {
+			t.Fatalf("the target differs from the source before the move:\n%s", diff)
+		}
+		assertOwnersExist(ctx, g, env.Target.Client, f.Namespaces)
+	})
+
+	t.Run("only global objects remain in the source", func(t *testing.T) {
+		g := NewWithT(t)
+		sourceAfter := take(ctx, g, env.Source, f.Namespaces)
+		for _, o := range namespacedOnly(sourceAfter).Objects {
+			// The global identity's credentials belong to its hierarchy:
+			// copied, never deleted, like the identity itself.
+			g.Expect(o.Owners).To(ConsistOf(HaveField("Kind", "LoopClusterIdentity.infrastructure.cluster.x-k8s.io")),
+				"%s stays in the source but is neither global nor owned by a global object", o.Key())
+		}
+		id := snapshot.Key{Kind: "LoopClusterIdentity.infrastructure.cluster.x-k8s.io", Name: f.Identity}
+		_, inSource := sourceAfter.Get(id)
+		g.Expect(inSource).To(BeTrue(), "the global identity stays in the source")
+		_, inTarget := take(ctx, g, env.Target, f.Namespaces).Get(id)
+		g.Expect(inTarget).To(BeTrue(), "and is copied to the target")
+	})
+
+	t.Run("controllers and webhooks are back as they were, target first", func(t *testing.T) {
+		g := NewWithT(t)
+		stateAfter := stateOf(ctx, g)
+		want := stateBefore
+		want.Replicas = map[string]int32{}
+		for k, v := range stateBefore.Replicas {
+			want.Replicas[k] = v
+		}
+		want.Replicas["target "+infraKey.String()] = 2
+		g.Expect(stateAfter.Replicas).To(Equal(want.Replicas))
+		g.Expect(stateAfter.Webhooks).To(Equal(stateBefore.Webhooks), "webhook configurations must be byte-for-byte as before")
+		order := ups.clusters()
+		g.Expect(order).To(HaveLen(2 * len(env.Source.CAPI.Providers)))
+		for i, c := range order {
+			want := "target"
+			if i >= len(env.Source.CAPI.Providers) {
+				want = "source"
+			}
+			g.Expect(c).To(Equal(want), "scale-up %d of %v", i, order)
+		}
+	})
+
+	t.Run("nothing is left labelled or paused", func(t *testing.T) {
+		g := NewWithT(t)
+		assertNoMoveMarks(ctx, g, env.Target.Client, f.Namespaces)
+		assertNoMoveMarks(ctx, g, env.Source.Client, f.Namespaces)
+	})
+}
+
+func formatProgress(done, total int32) string {
+	b, _ := json.Marshal(done)
+	c, _ := json.Marshal(total)
+	return string(b) + "/" + string(c)
+}
