@@ -57,6 +57,7 @@ type Installation struct {
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
+	errLog    *os.File
 	stopOnce  sync.Once
 	stopErr   error
 }
@@ -132,7 +133,7 @@ func (i *Installation) Provider(name string) *Provider {
 // Ready pods, and returns once every Deployment is Available, every webhook
 // serves and every Cluster API type has been read once (a fresh API server
 // answers the first LIST of a type with 429 while its watch cache fills).
-// Call Stop before stopping the cluster.
+// Stopping the cluster stops the installation too.
 func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Installation, err error) {
 	began := time.Now()
 	if opts.Replicas <= 0 {
@@ -164,6 +165,9 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 	}
 
 	inst := &Installation{Cluster: c}
+	// Stopping the cluster stops the webhook servers first, even if the
+	// caller forgets: they listen on the cluster's addresses.
+	c.AddStopHook(inst.Stop)
 	defer func() {
 		if err != nil {
 			err = errors.Join(fmt.Errorf("installing Cluster API into %s: %w", c, err), inst.Stop())
@@ -181,10 +185,12 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 	}
 	objs = append(objs, inventoryCRDs...)
 
-	errLog, err := webhookErrorLog(c)
+	errLogFile, err := os.OpenFile(filepath.Join(c.LogDir, "webhooks.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("opening the webhook log: %w", err)
 	}
+	inst.errLog = errLogFile
+	errLog := log.New(errLogFile, "", log.LstdFlags|log.Lmicroseconds)
 	for _, comp := range comps {
 		p, provObjs, cert, err := prepareProvider(c, comp, ca, opts.Replicas)
 		if err != nil {
@@ -224,15 +230,6 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 		c.Name, inst.Duration.Round(time.Millisecond), prepared.Round(time.Millisecond), applied.Round(time.Millisecond),
 		available.Round(time.Millisecond), inst.Duration.Round(time.Millisecond))
 	return inst, nil
-}
-
-func webhookErrorLog(c *localcluster.Cluster) (*log.Logger, error) {
-	f, err := os.OpenFile(filepath.Join(c.LogDir, "webhooks.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening the webhook log: %w", err)
-	}
-	// Left open: servers write to it until the process ends.
-	return log.New(f, "", log.LstdFlags|log.Lmicroseconds), nil
 }
 
 // prepareProvider makes a provider's rendered objects fit cluster c: the
@@ -542,7 +539,7 @@ func anyReady(pods []*corev1.Pod) bool {
 }
 
 // Stop stops watching pods and closes every webhook server. It is safe to
-// call more than once.
+// call more than once; stopping the cluster calls it too.
 func (i *Installation) Stop() error {
 	i.stopOnce.Do(func() {
 		if i.stopWatch != nil {
@@ -554,6 +551,9 @@ func (i *Installation) Stop() error {
 			if p.server != nil {
 				errs = append(errs, p.server.setServing(false))
 			}
+		}
+		if i.errLog != nil {
+			errs = append(errs, i.errLog.Close())
 		}
 		i.stopErr = errors.Join(errs...)
 	})

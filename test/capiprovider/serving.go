@@ -32,7 +32,8 @@ func newWebhookServer(addr string, handler http.Handler, cert tls.Certificate, e
 	return &webhookServer{
 		addr:    addr,
 		handler: handler,
-		tls:     &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}},
+		// HTTP/1.1 only, as Cluster API serves by default (--enable-http2=false).
+		tls:     &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
 		errLog:  errLog,
 		changed: make(chan struct{}),
 	}
@@ -63,6 +64,11 @@ func (s *webhookServer) setServing(on bool) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          s.errLog,
 	}
+	// Every call on a new connection: a connection kept alive across Close
+	// would make the API server's next call fail on a write to it ("broken
+	// pipe") instead of on connect, a race that real clusters do not show
+	// in the same way and tests could not rely on.
+	srv.SetKeepAlivesEnabled(false)
 	go func() {
 		if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.errLog.Printf("webhook server on %s: %v", s.addr, err)

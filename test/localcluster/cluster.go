@@ -95,6 +95,9 @@ type Cluster struct {
 	openLogs    []*os.File
 	ownDir      bool
 
+	hooksMu   sync.Mutex
+	stopHooks []func() error
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -435,8 +438,24 @@ func (c *Cluster) Stop() error {
 	return c.stopErr
 }
 
+// AddStopHook registers f to run first when the cluster stops, for what lives
+// in the test process but belongs to the cluster (webhook servers listening on
+// its Service addresses). Hooks run in reverse order of registration.
+func (c *Cluster) AddStopHook(f func() error) {
+	c.hooksMu.Lock()
+	defer c.hooksMu.Unlock()
+	c.stopHooks = append(c.stopHooks, f)
+}
+
 func (c *Cluster) stop() error {
 	var errs []error
+	c.hooksMu.Lock()
+	hooks := c.stopHooks
+	c.stopHooks = nil
+	c.hooksMu.Unlock()
+	for i := len(hooks) - 1; i >= 0; i-- {
+		errs = append(errs, hooks[i]())
+	}
 	// Components first, so they do not fill their logs with connection errors.
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		if err := c.processes[i].stop(5 * time.Second); err != nil {
