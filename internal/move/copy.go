@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -282,6 +283,7 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	obj, applied := prepare(src, c.operation, ownerUIDs)
 
 	created := true
+	var existingGeneration int64
 	err := retry(ctx, func() error { return c.target.Create(ctx, obj) })
 	switch {
 	case err == nil:
@@ -298,6 +300,7 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		}
 		obj.SetUID(existing.GetUID())
 		obj.SetResourceVersion(existing.GetResourceVersion())
+		existingGeneration = existing.GetGeneration()
 		if !ours {
 			// Used as found: neither its managed fields nor its owners are ours to change.
 			c.recordUID(o.UID, existing.GetUID())
@@ -307,7 +310,16 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		return false, nil, fmt.Errorf("creating %s in the target: %w", o.ObjectRef, err)
 	}
 	c.recordUID(o.UID, obj.GetUID())
+	targetGeneration := obj.GetGeneration()
+	if !created {
+		targetGeneration = existingGeneration
+	}
 
+	if status := reconciledStatus(o, src, targetGeneration); status != nil {
+		if err := c.copyStatus(ctx, o, obj.GetUID(), status); err != nil {
+			return created, nil, err
+		}
+	}
 	if len(applied) > 0 {
 		if err := c.restoreManagedFields(ctx, o, obj, applied); err != nil {
 			return created, nil, err
@@ -317,6 +329,66 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		return created, &deferredOwners{object: o, targetUID: obj.GetUID(), refs: allOwnerRefs(obj, sameGroup)}, nil
 	}
 	return created, nil, nil
+}
+
+// reconciledStatus returns the status to give the target copy of a
+// ClusterClass, or nil. The Cluster admission webhook validates a topology
+// fully only against a ClusterClass whose status says it was reconciled at
+// its current generation, and otherwise polls for it for two seconds on
+// every create and update of a Cluster that uses it (and may then refuse
+// it). A copy is created without status, at generation 1, with the same
+// spec the source's status describes; so when the source was reconciled at
+// its own generation, the copy gets that status with the generations
+// mapped to its own. A source not reconciled gives nothing to copy.
+func reconciledStatus(o *graph.Object, src *unstructured.Unstructured, targetGeneration int64) map[string]any {
+	if o.GroupKind() != graph.ClusterClassGroupKind || targetGeneration == 0 {
+		return nil
+	}
+	status, ok := src.Object["status"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	sourceGeneration := src.GetGeneration()
+	if observed, _, _ := unstructured.NestedInt64(status, "observedGeneration"); observed != sourceGeneration {
+		return nil
+	}
+	mapped := runtime.DeepCopyJSONValue(status).(map[string]any)
+	mapped["observedGeneration"] = targetGeneration
+	// Conditions carry their own observedGeneration (v1beta2 conditions, and
+	// the v1beta1 ones kept under deprecated).
+	for _, path := range [][]string{{"conditions"}, {"deprecated", "v1beta1", "conditions"}} {
+		conditions, _, _ := unstructured.NestedSlice(mapped, path...)
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok {
+				if g, _, _ := unstructured.NestedInt64(m, "observedGeneration"); g == sourceGeneration {
+					m["observedGeneration"] = targetGeneration
+				}
+			}
+		}
+		if conditions != nil {
+			_ = unstructured.SetNestedSlice(mapped, conditions, path...)
+		}
+	}
+	return mapped
+}
+
+// copyStatus writes a status to the target copy of an object, through the
+// status subresource, naming the copy's UID.
+func (c *Copier) copyStatus(ctx context.Context, o *graph.Object, uid types.UID, status map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": status})
+	if err != nil {
+		return err
+	}
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(o.GVK)
+	target.SetNamespace(o.Namespace)
+	target.SetName(o.Name)
+	if err := retry(ctx, func() error {
+		return c.target.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
+	}); err != nil {
+		return fmt.Errorf("copying the status of %s to the target: %w", o.ObjectRef, err)
+	}
+	return nil
 }
 
 // allOwnerRefs returns the owner references an object must end up with: the

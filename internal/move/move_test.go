@@ -335,3 +335,55 @@ func TestSourcesListLargeGroupsAndReadSmallOnesOneByOne(t *testing.T) {
 }
 
 func uidOf(namespace string, i int) types.UID { return types.UID(fmt.Sprintf("%s-%d", namespace, i)) }
+
+func TestReconciledStatus(t *testing.T) {
+	class := func(generation, observed int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "ClusterClass",
+			"metadata": map[string]any{"name": "cc", "namespace": "ns1", "generation": generation},
+			"status": map[string]any{
+				"observedGeneration": observed,
+				"conditions": []any{
+					map[string]any{"type": "VariablesReady", "status": "True", "observedGeneration": observed},
+					map[string]any{"type": "Other", "status": "True", "observedGeneration": int64(1)},
+				},
+				"variables": []any{map[string]any{"name": "v"}},
+			},
+		}}
+		return u
+	}
+	classObject := &graph.Object{ObjectRef: graph.ObjectRef{GVK: schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"}}}
+	machineObject := &graph.Object{ObjectRef: graph.ObjectRef{GVK: schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Machine"}}}
+
+	t.Run("a ClusterClass reconciled at its generation gives its status, with generations mapped to the copy's", func(t *testing.T) {
+		got := reconciledStatus(classObject, class(3, 3), 1)
+		want := map[string]any{
+			"observedGeneration": int64(1),
+			"conditions": []any{
+				map[string]any{"type": "VariablesReady", "status": "True", "observedGeneration": int64(1)},
+				map[string]any{"type": "Other", "status": "True", "observedGeneration": int64(1)},
+			},
+			"variables": []any{map[string]any{"name": "v"}},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("status differs (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("the source's status is not changed", func(t *testing.T) {
+		src := class(3, 3)
+		reconciledStatus(classObject, src, 1)
+		if g, _, _ := unstructured.NestedInt64(src.Object, "status", "observedGeneration"); g != 3 {
+			t.Errorf("source observedGeneration became %d", g)
+		}
+	})
+	t.Run("a ClusterClass not reconciled at its generation gives nothing", func(t *testing.T) {
+		if got := reconciledStatus(classObject, class(3, 2), 1); got != nil {
+			t.Errorf("status %v, want none", got)
+		}
+	})
+	t.Run("other kinds give nothing", func(t *testing.T) {
+		if got := reconciledStatus(machineObject, class(3, 3), 1); got != nil {
+			t.Errorf("status %v, want none", got)
+		}
+	})
+}
