@@ -280,11 +280,12 @@ func take(ctx context.Context, g Gomega, m *testenv.Management, namespaces []str
 	return s
 }
 
-// namespaced returns the objects of a snapshot that live in a namespace.
-func namespacedOnly(s *snapshot.Snapshot) *snapshot.Snapshot {
+// inNamespaces returns the objects of a snapshot that live in one of the
+// namespaces (a snapshot also holds global objects and their hierarchies).
+func inNamespaces(s *snapshot.Snapshot, namespaces ...string) *snapshot.Snapshot {
 	out := &snapshot.Snapshot{}
 	for _, o := range s.Objects {
-		if o.Namespace != "" {
+		if contains(namespaces, o.Namespace) {
 			out.Objects = append(out.Objects, o)
 		}
 	}
@@ -321,4 +322,33 @@ func (s *scaleUps) clusters() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.order...)
+}
+
+// resourceVersions maps every Cluster API object, Secret and ConfigMap of the
+// namespaces, every provider Deployment and every webhook configuration of a
+// cluster to its resourceVersion: equal maps mean nothing was written.
+func resourceVersions(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) map[string]string {
+	out := map[string]string{}
+	gvks, namespaced, err := capiTypes(ctx, m.Client)
+	g.Expect(err).NotTo(HaveOccurred())
+	gvks = append(gvks,
+		appsv1.SchemeGroupVersion.WithKind("Deployment"),
+		admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"),
+		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"))
+	namespaced[gvks[len(gvks)-3]] = false // every namespace: the providers' own
+	for _, gvk := range gvks {
+		targets := []string{""}
+		if namespaced[gvk] {
+			targets = namespaces
+		}
+		for _, ns := range targets {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			g.Expect(m.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			for _, o := range list.Items {
+				out[gvk.Kind+" "+o.Namespace+"/"+o.Name] = o.ResourceVersion
+			}
+		}
+	}
+	return out
 }

@@ -124,7 +124,7 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 	t.Run("what arrived is exactly what was there", func(t *testing.T) {
 		g := NewWithT(t)
 		targetAfter := take(ctx, g, env.Target, f.Namespaces)
-		if diff := snapshot.Diff(namespacedOnly(sourceBefore), namespacedOnly(targetAfter)); diff != "" {
+		if diff := snapshot.Diff(inNamespaces(sourceBefore, f.Namespaces...), inNamespaces(targetAfter, f.Namespaces...)); diff != "" {
 			t.Fatalf("the target differs from the source before the move:\n%s", diff)
 		}
 		assertOwnersExist(ctx, g, env.Target.Client, f.Namespaces)
@@ -133,7 +133,7 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 	t.Run("only global objects remain in the source", func(t *testing.T) {
 		g := NewWithT(t)
 		sourceAfter := take(ctx, g, env.Source, f.Namespaces)
-		for _, o := range namespacedOnly(sourceAfter).Objects {
+		for _, o := range inNamespaces(sourceAfter, f.Namespaces...).Objects {
 			// The global identity's credentials belong to its hierarchy:
 			// copied, never deleted, like the identity itself.
 			g.Expect(o.Owners).To(ConsistOf(HaveField("Kind", "LoopClusterIdentity.infrastructure.cluster.x-k8s.io")),
