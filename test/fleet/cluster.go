@@ -258,13 +258,15 @@ func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
 
 	n := int32(b.opts.ControlPlaneReplicas)
 	kcp.Status = controlplanev1.KubeadmControlPlaneStatus{
-		Initialization:     controlplanev1.KubeadmControlPlaneInitializationStatus{ControlPlaneInitialized: ptr.To(true)},
-		Selector:           clusterv1.ClusterNameLabel + "=" + b.wc.Name + "," + clusterv1.MachineControlPlaneLabel,
-		Replicas:           &n,
-		ReadyReplicas:      &n,
-		AvailableReplicas:  &n,
-		UpToDateReplicas:   &n,
-		Version:            b.opts.KubernetesVersion,
+		Initialization:    controlplanev1.KubeadmControlPlaneInitializationStatus{ControlPlaneInitialized: ptr.To(true)},
+		Selector:          clusterv1.ClusterNameLabel + "=" + b.wc.Name + "," + clusterv1.MachineControlPlaneLabel,
+		Replicas:          &n,
+		ReadyReplicas:     &n,
+		AvailableReplicas: &n,
+		UpToDateReplicas:  &n,
+		Versions:          []clusterv1.StatusVersion{{Version: b.opts.KubernetesVersion, Replicas: n}},
+		// Backfilled by KubeadmControlPlane for older clients until removed.
+		Version:            b.opts.KubernetesVersion, //nolint:staticcheck // as the controller sets it
 		ObservedGeneration: kcp.Generation,
 		Conditions: steadyState(kcp.Generation,
 			isTrue(controlplanev1.KubeadmControlPlaneAvailableCondition, clusterv1.AvailableReason),
@@ -637,6 +639,7 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 	replicaStatus := func() (*int32, *int32, *int32, *int32) { return &workers, &workers, &workers, &workers }
 	ms.Status.Replicas, ms.Status.ReadyReplicas, ms.Status.AvailableReplicas, ms.Status.UpToDateReplicas = replicaStatus()
 	ms.Status.Selector = metav1.FormatLabelSelector(&ms.Spec.Selector)
+	ms.Status.Versions = []clusterv1.StatusVersion{{Version: b.opts.KubernetesVersion, Replicas: workers}}
 	ms.Status.ObservedGeneration = ms.Generation
 	ms.Status.Conditions = steadyState(ms.Generation,
 		isTrue(clusterv1.MachineSetMachinesReadyCondition, clusterv1.ReadyReason),
@@ -650,6 +653,7 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 	}
 	md.Status.Replicas, md.Status.ReadyReplicas, md.Status.AvailableReplicas, md.Status.UpToDateReplicas = replicaStatus()
 	md.Status.Selector = metav1.FormatLabelSelector(&md.Spec.Selector)
+	md.Status.Versions = []clusterv1.StatusVersion{{Version: b.opts.KubernetesVersion, Replicas: workers}}
 	md.Status.Phase = string(clusterv1.MachineDeploymentPhaseRunning)
 	md.Status.ObservedGeneration = md.Generation
 	md.Status.Conditions = steadyState(md.Generation,
@@ -735,13 +739,14 @@ func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
 		ReadyReplicas:      &replicas,
 		AvailableReplicas:  &replicas,
 		UpToDateReplicas:   &replicas,
+		Versions:           []clusterv1.StatusVersion{{Version: b.opts.KubernetesVersion, Replicas: replicas}},
 		Phase:              string(clusterv1.MachinePoolPhaseRunning),
 		ObservedGeneration: mp.Generation,
 		// MachinePool has no v1beta2 conditions of its own yet (CAPI v1.14):
 		// its controller reports through the deprecated v1beta1 ones.
 		Conditions: conditions(mp.Generation, isFalse(clusterv1.PausedCondition, clusterv1.NotPausedReason)),
 		Deprecated: &clusterv1.MachinePoolDeprecatedStatus{V1Beta1: &clusterv1.MachinePoolV1Beta1DeprecatedStatus{
-			Conditions: v1beta1Conditions(clusterv1.ReadyV1Beta1Condition, clusterv1.BootstrapReadyV1Beta1Condition,
+			Conditions: v1beta1Conditions( //nolint:staticcheck // what the MachinePool controller still reportsclusterv1.ReadyV1Beta1Condition, clusterv1.BootstrapReadyV1Beta1Condition,
 				clusterv1.InfrastructureReadyV1Beta1Condition, clusterv1.ReplicasReadyV1Beta1Condition),
 		}},
 	}

@@ -176,7 +176,7 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 		}
 	}
 	for _, ns := range sortedKeys(needClass) {
-		cc, err := createClusterClass(ctx, w, opts, ns)
+		cc, err := createClusterClass(ctx, w, ns)
 		if err != nil {
 			return nil, err
 		}
@@ -260,15 +260,6 @@ func (w *writer) create(ctx context.Context, obj client.Object, status func()) e
 	status()
 	if err := w.c.Status().Update(ctx, obj); err != nil {
 		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
-	}
-	return nil
-}
-
-// update writes obj's spec or metadata (through the webhooks).
-func (w *writer) update(ctx context.Context, obj client.Object) error {
-	if err := w.c.Update(ctx, obj); err != nil {
-		gvk, _ := apiutil.GVKForObject(obj, w.c.Scheme())
-		return fmt.Errorf("updating %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }

@@ -104,11 +104,8 @@ func TestAFleetOfThreeIsCreatedThroughTheWebhooksAsAProvisionedFleet(t *testing.
 	t.Run("every object has the owners the Cluster API controllers give it", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, o := range first.Objects {
-			if o.Namespace != "" && !strings.HasPrefix(o.Namespace, prefix) && !(o.Kind == "Secret" && o.Namespace == fleet.ProviderNamespace) {
-				continue
-			}
-			if o.Namespace == "" && !strings.HasPrefix(o.Name, prefix) {
-				continue // another test's cluster-scoped objects
+			if !ofThisFleet(o, prefix) {
+				continue // another test's objects
 			}
 			want, ok := wantOwners[o.Kind]
 			g.Expect(ok).To(BeTrue(), "no expectation for the owners of %s", o.Key())
@@ -142,7 +139,7 @@ func TestAFleetOfThreeIsCreatedThroughTheWebhooksAsAProvisionedFleet(t *testing.
 		// identity's credentials.
 		secrets := 0
 		for _, o := range first.Objects {
-			if o.Kind == "Secret" && (strings.HasPrefix(o.Namespace, prefix) || strings.HasPrefix(o.Name, prefix)) {
+			if o.Kind == "Secret" && ofThisFleet(o, prefix) {
 				secrets++
 			}
 		}
@@ -178,6 +175,12 @@ func TestAFleetOfThreeIsCreatedThroughTheWebhooksAsAProvisionedFleet(t *testing.
 		g.Expect(d).To(ContainSubstring(`"changed"`))
 		g.Expect(strings.Count(d, "~ ")).To(Equal(1), d)
 	})
+}
+
+// ofThisFleet reports objects of the fleet named prefix: in its namespaces,
+// or named after it (its identity and the identity's credentials).
+func ofThisFleet(o snapshot.Object, prefix string) bool {
+	return strings.HasPrefix(o.Namespace, prefix) || strings.HasPrefix(o.Name, prefix)
 }
 
 // ownersOf renders an object's owners as "Kind(controller)" strings.

@@ -133,7 +133,7 @@ type classRefs struct {
 // templates owned by the ClusterClass (as the ClusterClass controller sets),
 // and writes the status its controller writes, which the Cluster webhook
 // requires before validating a topology against the class.
-func createClusterClass(ctx context.Context, w *writer, opts Options, ns string) (*classRefs, error) {
+func createClusterClass(ctx context.Context, w *writer, ns string) (*classRefs, error) {
 	cc := &clusterv1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ClusterClassName}}
 	infraTemplate := newLoop(capiprovider.LoopClusterTemplateKind, ns, ClusterClassName+"-cluster")
 	setNested(infraTemplate, map[string]any{"failureDomains": []any{"zone-a", "zone-b"}}, "spec", "template", "spec")
@@ -238,7 +238,10 @@ func createClusterResourceSet(ctx context.Context, w *writer, ns string) (*crsIn
 	return &crsInfo{crs: crs, resources: crs.Spec.Resources}, nil
 }
 
-// v1beta1Conditions builds True conditions in the deprecated v1beta1 format.
+// v1beta1Conditions builds True conditions in the deprecated v1beta1 format,
+// which some controllers (MachinePool's) still report through.
+//
+//nolint:staticcheck // the deprecated format is the point
 func v1beta1Conditions(types ...clusterv1.ConditionType) clusterv1.Conditions {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	out := make(clusterv1.Conditions, len(types))

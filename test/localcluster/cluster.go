@@ -419,8 +419,8 @@ func (c *Cluster) Check() error {
 	var errs []error
 	for _, p := range c.processes {
 		if done, err := p.exited(); done {
-			errs = append(errs, fmt.Errorf("%s of local cluster %s exited: %v (log: %s)",
-				p.name, c.Name, err, filepath.Join(c.LogDir, p.name+".log")))
+			errs = append(errs, fmt.Errorf("%s of local cluster %s exited (log: %s): %w",
+				p.name, c.Name, filepath.Join(c.LogDir, p.name+".log"), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -150,8 +150,8 @@ func TestChildProcessesDieWithTheTestProcess(t *testing.T) {
 
 func runOrphanHelper() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	c, err := localcluster.Start(ctx, "orphan", localcluster.Options{})
+	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -110,7 +110,7 @@ func (e *Env) Stop() error {
 		if m.CAPI != nil {
 			errs = append(errs, m.CAPI.Stop())
 		}
-		errs = append(errs, m.Cluster.Stop())
+		errs = append(errs, m.Stop())
 	}
 	return errors.Join(errs...)
 }
