@@ -16,15 +16,16 @@ import (
 
 // Rollback deletes from the target everything this operation created there:
 // every object of the given kinds labelled with the operation, then the
-// namespaces it created. Objects it did not create (a conflicting object,
-// a global object that was already there) carry no such label and are left
-// alone. When the plan is given, objects go in the reverse of its creation
-// order, as in the source, so that no object goes before what depends on it
-// (a ClusterClass's webhook refuses its deletion while Clusters use it);
+// namespaces it created (unless objects it did not create have appeared in
+// them). Objects it did not create (a conflicting object, a global object
+// that was already there) carry no such label and are left alone. When the
+// plan is given, objects go in the reverse of its creation order, as in the
+// source, so that no object goes before what depends on it (a
+// ClusterClass's webhook refuses its deletion while Clusters use it);
 // labelled objects the plan does not know go first. Each deletion is the
 // move's own (see DeleteGroup): delete-for-move annotation and finalizers
-// dropped in one patch, then DELETE, both naming the object's UID.
-// It returns how many objects and namespaces it deleted.
+// dropped in one patch, then DELETE, both naming the object's UID. It
+// returns how many objects and namespaces it deleted.
 func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *graph.Plan, operation string, opts Options) (int, error) {
 	labelled, err := Labelled(ctx, target, ts, operation)
 	if err != nil {
@@ -72,7 +73,7 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 			var ok bool
 			var err error
 			if ref.GVK == namespaceGVK {
-				ok, err = deleteNamespace(ctx, target, ref)
+				ok, err = deleteNamespace(ctx, target, ts, ref)
 			} else {
 				ok, err = deleteForMove(ctx, target, ref)
 			}
@@ -94,9 +95,33 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 	return deleted, nil
 }
 
-// deleteNamespace deletes a namespace this operation created. A namespace
-// has no finalizers of its own to drop: the namespace controller empties it.
-func deleteNamespace(ctx context.Context, c client.Client, ref graph.ObjectRef) (bool, error) {
+// deleteNamespace deletes a namespace this operation created, unless
+// something it did not create has appeared there since: deleting the
+// namespace would delete that too, and it is not the move's to remove. A
+// namespace has no finalizers of its own to drop: the namespace controller
+// empties it.
+func deleteNamespace(ctx context.Context, c client.Client, ts *graph.Types, ref graph.ObjectRef) (bool, error) {
+	for _, typ := range ts.All() {
+		if !typ.Namespaced {
+			continue
+		}
+		var other string
+		err := listMetadata(ctx, c, typ.GVK, []client.ListOption{client.InNamespace(ref.Name)}, func(obj client.Object) error {
+			// Every namespace gets this ConfigMap from the API server.
+			if other == "" && !(typ.GVK.Kind == "ConfigMap" && typ.GVK.Group == "" && obj.GetName() == "kube-root-ca.crt") {
+				other = obj.GetName()
+			}
+			return nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("listing %s in namespace %s: %w", graph.KindString(typ.GVK.GroupKind()), ref.Name, err)
+		}
+		if other != "" {
+			log.FromContext(ctx).Info("leaving a namespace the move created: it holds objects the move did not create",
+				"namespace", ref.Name, "kind", graph.KindString(typ.GVK.GroupKind()), "name", other)
+			return false, nil
+		}
+	}
 	obj := metadataObject(ref.GVK, "", ref.Name)
 	err := retry(ctx, func() error { return c.Delete(ctx, obj, client.Preconditions{UID: &ref.UID}) })
 	if gone(err) {

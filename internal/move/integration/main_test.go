@@ -116,6 +116,7 @@ func get(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, name
 var (
 	configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	clusterGVK   = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}
+	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	forceMove    = map[string]string{graph.MoveLabel: ""}
 )
 

@@ -140,6 +140,31 @@ func TestCopyReportsAConflictingObjectByName(t *testing.T) {
 	if _, err := get(ctx, target, configMapGVK, ns, "theirs"); err != nil {
 		t.Errorf("the conflicting ConfigMap was removed by the rollback: %v", err)
 	}
+	if got, err := get(ctx, target, namespaceGVK, "", ns); err != nil || got.GetDeletionTimestamp() != nil {
+		t.Errorf("the namespace holding the conflicting ConfigMap was deleted by the rollback (%v)", err)
+	}
+}
+
+func TestRollbackDeletesTheNamespacesTheCopyCreated(t *testing.T) {
+	ctx := testContext(t)
+	source, target := clients(t)
+	ns := namespace(t, "fresh")
+	op := operation()
+	create(t, ctx, source, configMap(ns, "cm", forceMove))
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+		t.Fatalf("copying: %v", err)
+	}
+	if got, err := get(ctx, target, namespaceGVK, "", ns); err != nil || got.GetLabels()[movev1.OperationLabel] != op {
+		t.Fatalf("the copy did not create namespace %s labelled with the operation: %v, %v", ns, got.GetLabels(), err)
+	}
+	n, err := move.Rollback(ctx, target, p.Types(), p, op, move.Options{})
+	if err != nil || n != 2 {
+		t.Fatalf("Rollback: %d deleted, %v; want the ConfigMap and the namespace", n, err)
+	}
+	if got, err := get(ctx, target, namespaceGVK, "", ns); err == nil && got.GetDeletionTimestamp() == nil {
+		t.Errorf("namespace %s survived the rollback", ns)
+	}
 }
 
 func TestCopyKeepsServerSideApplyOwnership(t *testing.T) {
