@@ -179,8 +179,8 @@ func (b *clusterBuilder) createInfrastructureCluster(ctx context.Context) error 
 	})
 }
 
-// createTemplate creates an infrastructure or bootstrap template owned by the
-// Cluster (what MachineDeployments and the KubeadmControlPlane use).
+// loopMachineTemplate creates a LoopMachineTemplate owned by the Cluster, for
+// a MachineDeployment or the KubeadmControlPlane.
 func (b *clusterBuilder) loopMachineTemplate(ctx context.Context, name, flavor, classTemplate string) error {
 	t := newLoop(capiprovider.LoopMachineTemplateKind, b.wc.Namespace, name)
 	t.SetLabels(b.labels())

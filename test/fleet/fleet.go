@@ -319,7 +319,7 @@ func sortedKeys(m map[string]bool) []string {
 	return keys
 }
 
-// loop builds an object of the loop infrastructure provider.
+// loopGV is the API version of the loop infrastructure provider's kinds.
 var loopGV = capiprovider.LoopGroupVersion
 
 // setStatus writes obj's status through the status subresource.

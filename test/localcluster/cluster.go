@@ -61,7 +61,8 @@ type Options struct {
 	BinaryDir string
 	// Nodes is the number of fake nodes. Default 1.
 	Nodes int
-	// StartTimeout bounds Start as a whole. Default 60s.
+	// StartTimeout bounds Start as a whole. Default 3m: a start takes seconds
+	// alone, but far longer when many test binaries start clusters at once.
 	StartTimeout time.Duration
 	// Logf receives progress lines, e.g. testing.T.Logf. Default: discarded.
 	Logf func(format string, args ...any)
@@ -114,7 +115,7 @@ func Start(ctx context.Context, name string, opts Options) (_ *Cluster, err erro
 		opts.Nodes = 1
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 60 * time.Second
+		opts.StartTimeout = 3 * time.Minute
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -230,7 +231,7 @@ func (c *Cluster) startControlPlane(binDir string) error {
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
 		BinaryAssetsDirectory:    binDir,
 		UseExistingCluster:       ptr.To(false),
-		ControlPlaneStartTimeout: 45 * time.Second,
+		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  15 * time.Second,
 	}
 	var startErr error

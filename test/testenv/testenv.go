@@ -151,7 +151,7 @@ func run(m *testing.M, opts Options, env **Env) int {
 		logger = *opts.Logger
 	}
 	ctrllog.SetLogger(logger)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	e, err := Start(ctx, opts)
 	cancel()
 	if err != nil {
