@@ -11,12 +11,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/test/fleet"
 )
 
 func operation() string { return "op-" + rand.String(8) }
@@ -349,4 +351,98 @@ func objectNames(p *graph.Plan) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestAnOwnershipCycleIsLinkedOnceTheGroupExists(t *testing.T) {
+	ctx := testContext(t)
+	source, target := clients(t)
+	ns := namespace(t, "cycle")
+	op := operation()
+	a, b := configMap(ns, "a", forceMove), configMap(ns, "b", forceMove)
+	create(t, ctx, source, a)
+	b.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "a", UID: a.GetUID()}})
+	create(t, ctx, source, b)
+	a.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: b.GetUID()}})
+	if err := source.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	if len(p.Groups) != 1 || p.Len() != 2 {
+		t.Fatalf("plan: want both ConfigMaps in one group:\n%s", p)
+	}
+	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+		t.Fatalf("copying: %v", err)
+	}
+	ta, _ := get(ctx, target, configMapGVK, ns, "a")
+	tb, _ := get(ctx, target, configMapGVK, ns, "b")
+	owner := func(u *unstructured.Unstructured) string {
+		if refs := u.GetOwnerReferences(); len(refs) == 1 {
+			return refs[0].Name + "/" + string(refs[0].UID)
+		}
+		return fmt.Sprint(u.GetOwnerReferences())
+	}
+	if owner(ta) != "b/"+string(tb.GetUID()) || owner(tb) != "a/"+string(ta.GetUID()) {
+		t.Errorf("in the target a is owned by %s and b by %s; want each by the other's target UID (a %s, b %s)",
+			owner(ta), owner(tb), ta.GetUID(), tb.GetUID())
+	}
+}
+
+func TestAGlobalObjectAlreadyInTheTargetIsUsedAsFound(t *testing.T) {
+	ctx := testContext(t)
+	source, target := clients(t)
+	ns := namespace(t, "global")
+	op := operation()
+	name := ns + "-identity"
+	identity := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1", Kind: "LoopClusterIdentity"})
+		u.SetName(name)
+		u.SetLabels(map[string]string{graph.MoveHierarchyLabel: ""})
+		u.Object["spec"] = map[string]any{"secretRef": name + "-credentials", "allowedNamespaces": map[string]any{"list": []any{ns}}}
+		return u
+	}
+	sourceIdentity, targetIdentity := identity(), identity()
+	create(t, ctx, source, sourceIdentity)
+	create(t, ctx, target, targetIdentity)
+	credentials := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "stringData": map[string]any{"key": "value"}}}
+	credentials.SetNamespace(fleet.ProviderNamespace)
+	credentials.SetName(name + "-credentials")
+	credentials.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "infrastructure.cluster.x-k8s.io/v1alpha1", Kind: "LoopClusterIdentity", Name: name, UID: sourceIdentity.GetUID()}})
+	create(t, ctx, source, credentials)
+	t.Cleanup(func() {
+		for _, c := range []client.Client{source, target} {
+			_ = c.Delete(context.Background(), identity())
+			_ = c.Delete(context.Background(), credentials.DeepCopy())
+		}
+	})
+
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	o, ok := p.Object(credentials.GetUID())
+	if !ok || o.Delete || !o.InGlobalHierarchy {
+		t.Fatalf("the credentials should be copied, not deleted, as part of the identity's hierarchy:\n%s", p)
+	}
+	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+		t.Fatalf("copying: %v", err)
+	}
+	got, err := get(ctx, target, credentials.GroupVersionKind(), fleet.ProviderNamespace, credentials.GetName())
+	if err != nil {
+		t.Fatalf("the credentials were not copied: %v", err)
+	}
+	if refs := got.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != targetIdentity.GetUID() {
+		t.Errorf("the credentials in the target are owned by %v, want the identity found there (%s)", refs, targetIdentity.GetUID())
+	}
+	found, _ := get(ctx, target, targetIdentity.GroupVersionKind(), "", name)
+	if found.GetLabels()[movev1.OperationLabel] != "" {
+		t.Errorf("the identity found in the target was changed: labels %v", found.GetLabels())
+	}
+
+	if _, err := move.Rollback(ctx, target, p.Types(), p, op, move.Options{}); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	if _, err := get(ctx, target, targetIdentity.GroupVersionKind(), "", name); err != nil {
+		t.Errorf("the rollback deleted the identity the target already had: %v", err)
+	}
+	if _, err := get(ctx, target, credentials.GroupVersionKind(), fleet.ProviderNamespace, credentials.GetName()); err == nil {
+		t.Errorf("the rollback left the credentials the copy created")
+	}
 }
