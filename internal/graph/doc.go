@@ -4,6 +4,26 @@
 // ownership rule clusterctl v1.14 applies, selects the objects a MoveOperation
 // moves, and turns them into a Plan of creation groups.
 //
+// The rules, as Graph.Plan applies them:
+//   - edges: ownerReferences; soft ownership of the Secrets
+//     "<cluster>-{kubeconfig,ca,etcd,sa,proxy,apiserver-etcd-client}" that
+//     have no ownerReference by their Cluster, of a Cluster by its
+//     ClusterClass (in any namespace), of a ClusterResourceSetBinding by its
+//     Cluster, and of the templates a ClusterClass references by it;
+//   - roots: Cluster, ClusterClass, ClusterResourceSet, and any object whose
+//     CRD or which itself carries the move-hierarchy label; a root moves with
+//     everything below it; the move label moves a single object;
+//   - selection: the Clusters in the namespaces moved (all when none are
+//     given) that match the cluster selector, with their hierarchies, and the
+//     other roots they use (their ClusterClass, wherever it lives, and the
+//     ClusterResourceSets bound to them); global roots always move;
+//   - order: an object is created after all its owners and soft owners; the
+//     members of an ownership cycle share a group; deletion is the reverse;
+//   - what stays in the source (copied, not deleted): global objects and
+//     their hierarchies, objects outside the moved namespaces, and anything
+//     something that stays still needs (a ClusterClass used by a Cluster that
+//     does not move keeps its templates with it).
+//
 // The rules are pure functions of the objects added to a Graph, so they are
 // unit-tested on hand-built objects; only discover.go talks to an API server,
 // and it only reads. The package never writes to a cluster, never holds whole
