@@ -1,0 +1,298 @@
+package controllers_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/snapshot"
+)
+
+// rollbackCase prepares a small fleet, records both clusters, and checks
+// after a failed move that both are as they were.
+type rollbackCase struct {
+	t           *testing.T
+	f           *fleet.Fleet
+	ops         string
+	stateBefore clusterState
+	before      *snapshot.Snapshot
+}
+
+func newRollbackCase(t *testing.T, prefix string) *rollbackCase {
+	ensureSetup(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	name := prefix + rand.String(4)
+	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+	return &rollbackCase{
+		t: t, f: f, ops: opsNamespace(t),
+		stateBefore: stateOf(ctx, g),
+		before:      inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...),
+	}
+}
+
+// assertRolledBack checks the failure is reported with its reason and both
+// clusters are back as they were; extra lists objects allowed in the source
+// that were not there before (made during the move by somebody else).
+func (rc *rollbackCase) assertRolledBack(mo *movev1alpha1.MoveOperation, reason string, extra ...snapshot.Key) {
+	t := rc.t
+	g := NewWithT(t)
+	ctx := context.Background()
+	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 3*time.Minute)
+	g.Expect(failed.Status.FailureReason).To(Equal(reason))
+	g.Expect(failed.Status.FailureMessage).NotTo(BeEmpty())
+	g.Expect(kstatusOf(g, failed)).To(Equal(status.FailedStatus))
+	stalled := meta.FindStatusCondition(failed.Status.Conditions, movev1alpha1.StalledCondition)
+	g.Expect(stalled).NotTo(BeNil())
+	g.Expect(stalled.Reason).To(Equal(reason))
+
+	after := inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...)
+	kept := &snapshot.Snapshot{}
+	for _, o := range after.Objects {
+		if !contains(keyStrings(extra), o.Key().String()) {
+			kept.Objects = append(kept.Objects, o)
+		}
+	}
+	if diff := snapshot.Diff(rc.before, kept); diff != "" {
+		t.Fatalf("the source is not as it was before the move:\n%s", diff)
+	}
+	for _, o := range inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...).Objects {
+		if o.Labels[movev1alpha1.OperationLabel] != "" || o.Kind != "Secret" {
+			t.Errorf("%s is left in the target after the rollback", o.Key())
+		}
+	}
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "controllers and webhooks must be as before")
+	assertNoMoveMarks(ctx, g, env.Source.Client, rc.f.Namespaces)
+	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+}
+
+func keyStrings(keys []snapshot.Key) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.String())
+	}
+	return out
+}
+
+func TestATargetWithoutACRDFailsTheMoveBeforeAnythingIsWritten(t *testing.T) {
+	rc := newRollbackCase(t, "nocrd")
+	g := NewWithT(t)
+	ctx := context.Background()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	name := "machinehealthchecks.cluster.x-k8s.io"
+	g.Expect(env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+	g.Expect(env.Target.Client.Delete(ctx, crd)).To(Succeed())
+	t.Cleanup(func() {
+		restored := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels, Annotations: crd.Annotations}, Spec: crd.Spec}
+		g := NewWithT(t)
+		g.Eventually(func() error { return env.Target.Client.Create(ctx, restored) }, time.Minute, 200*time.Millisecond).Should(Succeed())
+		g.Eventually(func() error {
+			return env.Target.Client.List(ctx, &clusterv1.MachineHealthCheckList{})
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	})
+	g.Eventually(func() bool {
+		return env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{}) != nil
+	}, time.Minute, 100*time.Millisecond).Should(BeTrue())
+
+	startOperator(t, operatorOptions{})
+	mo := newMoveOperation(t, rc.ops, "no-crd", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonCRDMismatch)
+	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring("machinehealthchecks"))
+}
+
+func TestAConflictingObjectInTheTargetRollsTheMoveBack(t *testing.T) {
+	rc := newRollbackCase(t, "conflict")
+	ctx := context.Background()
+	ns, clusterName := rc.f.Clusters[0].Namespace, rc.f.Clusters[0].Name
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+		// Once the move has validated and started stopping controllers,
+		// somebody creates an object of the fleet in the target.
+		if _, ok := obj.(*appsv1.Deployment); !ok || cluster != "target" {
+			return
+		}
+		once.Do(func() {
+			_ = env.Target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			_ = env.Target.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"},
+				StringData: map[string]string{"value": "not the moved one"}})
+		})
+	}})
+	t.Cleanup(func() {
+		_ = env.Target.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"}})
+	})
+	mo := newMoveOperation(t, rc.ops, "conflict", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonTargetConflict)
+	g := NewWithT(t)
+	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring(clusterName + "-kubeconfig"))
+	left := &corev1.Secret{}
+	g.Expect(env.Target.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName + "-kubeconfig"}, left)).To(Succeed())
+	g.Expect(string(left.Data["value"])).To(Equal("not the moved one"), "the rollback must never delete what the move did not create")
+}
+
+func TestAMachineCreatedAfterLabellingRollsTheMoveBack(t *testing.T) {
+	rc := newRollbackCase(t, "rogue")
+	ctx := context.Background()
+	g := NewWithT(t)
+	wc := rc.f.Clusters[0]
+	machines := &clusterv1.MachineList{}
+	g.Expect(env.Source.Client.List(ctx, machines, client.InNamespace(wc.Namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: wc.Name}, client.HasLabels{clusterv1.MachineDeploymentNameLabel})).To(Succeed())
+	g.Expect(machines.Items).NotTo(BeEmpty())
+	template := machines.Items[0]
+	rogue := snapshot.Key{Kind: "Machine.cluster.x-k8s.io", Namespace: wc.Namespace, Name: template.Name + "-rogue"}
+
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok || cluster != "source" || ptr.Deref(d.Spec.Replicas, 1) != 0 {
+			return
+		}
+		// A provider that ignores pause creates a Machine after the move
+		// labelled its objects, while controllers go down.
+		once.Do(func() {
+			m := template.DeepCopy()
+			m.ObjectMeta = metav1.ObjectMeta{Namespace: m.Namespace, Name: rogue.Name, Labels: m.Labels, OwnerReferences: m.OwnerReferences}
+			delete(m.Labels, movev1alpha1.OperationLabel)
+			m.Status = clusterv1.MachineStatus{}
+			if err := env.Source.Client.Create(ctx, m); err != nil {
+				t.Errorf("creating the rogue Machine: %v", err)
+			}
+		})
+	}})
+	mo := newMoveOperation(t, rc.ops, "rogue", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonUnlabelledObjects, rogue)
+	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring(rogue.Name))
+}
+
+func TestAnUnreachableTargetDuringCopyingRollsTheMoveBackOnceItIsBack(t *testing.T) {
+	rc := newRollbackCase(t, "unreach")
+	g := NewWithT(t)
+
+	proxy := startProxy(t, env.Target.Config.Host)
+	kubeconfig := strings.Replace(string(targetKubeconfig), proxy.upstream, proxy.addr, 1)
+	g.Expect(kubeconfig).NotTo(Equal(string(targetKubeconfig)), "the kubeconfig must point at the proxy")
+	newSecret(t, rc.ops, "via-proxy", map[string][]byte{"value": []byte(kubeconfig)})
+
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+		if cluster == "target" && verb == "create" {
+			proxy.cut() // the target goes away as copying begins
+		}
+	}})
+	mo := newMoveOperation(t, rc.ops, "unreachable", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("via-proxy"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: 3 * time.Second}},
+	})
+
+	// While the target is away, the status says what the operator waits for.
+	g.Eventually(func(g Gomega) {
+		got := get(g, mo)
+		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack), "conditions: %+v", got.Status.Conditions)
+		g.Expect(got.Status.FailureReason).To(Equal(movev1alpha1.ReasonCopyTimeout))
+		ready := meta.FindStatusCondition(got.Status.Conditions, movev1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Message).To(ContainSubstring("target"))
+		g.Expect(ready.Message).To(ContainSubstring("retrying"))
+	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack), "the rollback cannot finish without the target")
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	proxy.restore()
+	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
+	g.Expect(proxy.cuts.Load()).To(BeNumerically(">=", 1))
+}
+
+// tcpProxy forwards a local port to the target API server, and can be cut
+// (connections refused, open ones closed) and restored, as a network that
+// fails would.
+type tcpProxy struct {
+	addr     string
+	upstream string
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    []net.Conn
+	cuts     atomic.Int64
+}
+
+func startProxy(t *testing.T, upstreamURL string) *tcpProxy {
+	u, err := url.Parse(upstreamURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{upstream: u.Host}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *tcpProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.upstream)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+}
+
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		return
+	}
+	p.cuts.Add(1)
+	_ = p.ln.Close()
+	p.ln = nil
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *tcpProxy) restore() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		panic(err)
+	}
+	p.serve(ln)
+}
