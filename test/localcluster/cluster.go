@@ -167,11 +167,15 @@ func Start(ctx context.Context, name string, opts Options) (_ *Cluster, err erro
 
 func (c *Cluster) makeDirs(dir string) error {
 	if dir == "" {
+		removeStaleDirs()
 		var err error
-		if dir, err = os.MkdirTemp("", "move-operator-"+c.Name+"-"); err != nil {
+		if dir, err = os.MkdirTemp("", dirPrefix+c.Name+"-"); err != nil {
 			return fmt.Errorf("creating the directory of local cluster %s: %w", c.Name, err)
 		}
 		c.ownDir = true
+		if err := writeOwner(dir); err != nil {
+			return fmt.Errorf("recording the owner of %s: %w", dir, err)
+		}
 	}
 	c.Dir = dir
 	c.LogDir = filepath.Join(dir, "logs")

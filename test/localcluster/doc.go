@@ -20,7 +20,9 @@
 // Every child process runs in its own process group and receives SIGKILL when
 // the test process dies, however it dies (a panic, a test timeout, kill -9), so
 // nothing outlives the test binary. The processes' output stays in
-// Cluster.LogDir after Stop, for the failing test to point at.
+// Cluster.LogDir after Stop, for the failing test to point at. A process
+// killed outright cannot remove its clusters' directories; the next Start
+// removes their data (and, after a day, their logs).
 //
 // Binaries are found in $KUBEBUILDER_ASSETS or, when that is unset, by running
 // hack/kube-binaries.sh from the repository root (see BinaryDir).
