@@ -77,7 +77,7 @@ func WaitForBlockMove(ctx context.Context, c client.Reader, plan *graph.Plan, in
 				// The deadline fell during a check: report what blocked last.
 				return timedOut()
 			}
-			return err
+			return fmt.Errorf("waiting for objects to drop the %s annotation: %w", graph.BlockMoveAnnotation, err)
 		}
 		if len(blockers) == 0 {
 			return nil

@@ -263,9 +263,10 @@ func TestWaitForBlockMove(t *testing.T) {
 	create(t, ctx, source, configMap(ns, "busy", forceMove, map[string]string{graph.BlockMoveAnnotation: "true"}), configMap(ns, "idle", forceMove))
 	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
 
-	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	// Long enough for a few checks even on a busy machine.
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	err := move.WaitForBlockMove(short, source, p, 100*time.Millisecond)
+	err := move.WaitForBlockMove(short, source, p, 200*time.Millisecond)
 	if want := fmt.Sprintf("waiting for 1 objects to drop the %s annotation (ConfigMap %s/busy)", graph.BlockMoveAnnotation, ns); !errorContains(err, want) {
 		t.Fatalf("WaitForBlockMove: %v, want an error saying %q", err, want)
 	}
