@@ -40,6 +40,9 @@
 // fails with "connect: connection refused", as in a real cluster, and the
 // webhook configurations keep failurePolicy: Fail as shipped.
 //
+// The webhooks log through controller-runtime's logger: binaries other than
+// tests should call ctrl.SetLogger (testenv.Main does it for tests).
+//
 // The package never changes a webhook configuration or a Deployment after
 // installing it; tests and the operator do that.
 package capiprovider
