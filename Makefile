@@ -66,6 +66,12 @@ test: verify-generated vet ## Run every test in the module against real local cl
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
 		$(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(TEST_ARGS)
 
+.PHONY: test-crash
+test-crash: ## Run the full crash sweep: the operator stopped at every one of its writes during a move.
+	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" MOVE_OPERATOR_CRASH_SWEEP=full \
+		$(GO) test -timeout 120m -count=1 -v -run TestTheMoveFinishesAfterACrashAtAnyWrite ./controllers/ \
+		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed before'
+
 ##@ Build
 
 .PHONY: build

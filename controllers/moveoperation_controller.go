@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -186,6 +187,9 @@ func (r *MoveOperationReconciler) removeFinalizer(ctx context.Context, mo *movev
 // patchStatus writes the status with an optimistic lock: a reconcile that
 // started from a stale copy must not write an older phase over a newer one.
 func (r *MoveOperationReconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.base.Status, s.mo.Status) {
+		return nil // nothing new: polling reconciles write nothing
+	}
 	patch := client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{})
 	if err := r.Client.Status().Patch(ctx, s.mo, patch); err != nil {
 		if apierrors.IsNotFound(err) {
