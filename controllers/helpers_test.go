@@ -207,28 +207,14 @@ func contains(list []string, s string) bool {
 // namespaces points at an object that exists, with that UID, in the same
 // cluster.
 func assertOwnersExist(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
-	gvks, namespaced, err := capiTypes(ctx, c)
-	g.Expect(err).NotTo(HaveOccurred())
 	uids := map[types.UID]string{}
-	var owned []*unstructured.Unstructured
-	for _, gvk := range gvks {
-		targets := []string{""}
-		if namespaced[gvk] {
-			targets = namespaces
+	var owned []unstructured.Unstructured
+	g.Expect(forEachObject(ctx, c, namespaces, func(u unstructured.Unstructured) {
+		uids[u.GetUID()] = u.GetKind() + " " + u.GetName()
+		if len(u.GetOwnerReferences()) > 0 {
+			owned = append(owned, u)
 		}
-		for _, ns := range targets {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-			for i := range list.Items {
-				u := &list.Items[i]
-				uids[u.GetUID()] = u.GetKind() + " " + u.GetName()
-				if len(u.GetOwnerReferences()) > 0 {
-					owned = append(owned, u)
-				}
-			}
-		}
-	}
+	})).To(Succeed())
 	g.Expect(owned).NotTo(BeEmpty())
 	for _, u := range owned {
 		for _, ref := range u.GetOwnerReferences() {
@@ -238,11 +224,13 @@ func assertOwnersExist(ctx context.Context, g Gomega, c client.Client, namespace
 	}
 }
 
-// assertNoMoveMarks checks that no object in the namespaces still carries the
-// operation label, and no Cluster is paused.
-func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
+// forEachObject calls fn with every Cluster API object, Secret and ConfigMap
+// of the namespaces, and every global Cluster API object, of a cluster.
+func forEachObject(ctx context.Context, c client.Client, namespaces []string, fn func(unstructured.Unstructured), opts ...client.ListOption) error {
 	gvks, namespaced, err := capiTypes(ctx, c)
-	g.Expect(err).NotTo(HaveOccurred())
+	if err != nil {
+		return err
+	}
 	for _, gvk := range gvks {
 		targets := []string{""}
 		if namespaced[gvk] {
@@ -251,21 +239,30 @@ func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespace
 		for _, ns := range targets {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			g.Expect(c.List(ctx, list, client.InNamespace(ns), client.HasLabels{movev1alpha1.OperationLabel})).To(Succeed())
-			g.Expect(list.Items).To(BeEmpty(), "%s objects still labelled in namespace %q", gvk.Kind, ns)
-			if gvk.Kind == "Cluster" || gvk.Kind == "ClusterClass" {
-				all := &unstructured.UnstructuredList{}
-				all.SetGroupVersionKind(list.GroupVersionKind())
-				g.Expect(c.List(ctx, all, client.InNamespace(ns))).To(Succeed())
-				for _, u := range all.Items {
-					paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
-					g.Expect(paused).To(BeFalse(), "%s %s/%s is still paused", u.GetKind(), u.GetNamespace(), u.GetName())
-					g.Expect(u.GetAnnotations()).NotTo(HaveKey("cluster.x-k8s.io/paused"), "%s %s/%s is still paused", u.GetKind(), u.GetNamespace(), u.GetName())
-					g.Expect(u.GetAnnotations()).NotTo(HaveKey(movev1alpha1.PausedByAnnotation))
-				}
+			if err := c.List(ctx, list, append([]client.ListOption{client.InNamespace(ns)}, opts...)...); err != nil {
+				return err
+			}
+			for _, u := range list.Items {
+				fn(u)
 			}
 		}
 	}
+	return nil
+}
+
+// assertNoMoveMarks checks that no object in the namespaces still carries the
+// operation label, and no Cluster is paused.
+func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
+	g.Expect(forEachObject(ctx, c, namespaces, func(u unstructured.Unstructured) {
+		g.Expect(u.GetLabels()).NotTo(HaveKey(movev1alpha1.OperationLabel), "%s %s/%s is still labelled", u.GetKind(), u.GetNamespace(), u.GetName())
+		if u.GetKind() != "Cluster" && u.GetKind() != "ClusterClass" {
+			return
+		}
+		paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
+		g.Expect(paused).To(BeFalse(), "%s %s/%s is still paused", u.GetKind(), u.GetNamespace(), u.GetName())
+		g.Expect(u.GetAnnotations()).NotTo(HaveKey("cluster.x-k8s.io/paused"), "%s %s/%s is still paused", u.GetKind(), u.GetNamespace(), u.GetName())
+		g.Expect(u.GetAnnotations()).NotTo(HaveKey(movev1alpha1.PausedByAnnotation))
+	})).To(Succeed())
 }
 
 // take snapshots the namespaces of one cluster, leaving out what a move may

@@ -145,10 +145,6 @@ func (g *Graph) MarkListed(gk schema.GroupKind, namespace string) {
 	g.listedIn[gk][namespace] = true
 }
 
-func (g *Graph) warn(format string, args ...any) {
-	g.warnings = append(g.warnings, fmt.Sprintf(format, args...))
-}
-
 func (g *Graph) linkWarn(format string, args ...any) {
 	g.linkWarnings = append(g.linkWarnings, fmt.Sprintf(format, args...))
 }

@@ -108,7 +108,7 @@ func deleteNamespace(ctx context.Context, c client.Client, ts *graph.Types, ref 
 		var other string
 		err := listMetadata(ctx, c, typ.GVK, []client.ListOption{client.InNamespace(ref.Name)}, func(obj client.Object) error {
 			// Every namespace gets this ConfigMap from the API server.
-			if other == "" && !(typ.GVK.Kind == "ConfigMap" && typ.GVK.Group == "" && obj.GetName() == "kube-root-ca.crt") {
+			if other == "" && (typ.GVK.Kind != "ConfigMap" || typ.GVK.Group != "" || obj.GetName() != "kube-root-ca.crt") {
 				other = obj.GetName()
 			}
 			return nil

@@ -175,6 +175,7 @@ func TestCopyKeepsServerSideApplyOwnership(t *testing.T) {
 	ns := namespace(t, "ssa")
 	op := operation()
 	applied := configMap(ns, "applied", forceMove)
+	//nolint:staticcheck // an apply patch as Cluster API topology sends it, to check the copy keeps its ownership
 	if err := source.Patch(ctx, applied, client.Apply, client.FieldOwner("capi-topology"), client.ForceOwnership); err != nil {
 		t.Fatalf("applying: %v", err)
 	}
