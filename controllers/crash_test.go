@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +23,10 @@ import (
 // crashSweepEnv selects the full sweep (every write) instead of the subset
 // CI runs (every phase boundary plus a fixed stride): make test-crash.
 const crashSweepEnv = "MOVE_OPERATOR_CRASH_SWEEP"
+
+// crashFromEnv, when set to a number K, starts the full sweep at write K, to
+// continue a sweep that was stopped part-way.
+const crashFromEnv = "MOVE_OPERATOR_CRASH_FROM"
 
 // crashStride is the stride of the subset: every crashStride-th write.
 const crashStride = 15
@@ -41,7 +46,8 @@ func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
 
 	var points []int64
 	if os.Getenv(crashSweepEnv) == "full" {
-		for k := int64(1); k <= reference.writes; k++ {
+		from, _ := strconv.ParseInt(os.Getenv(crashFromEnv), 10, 64)
+		for k := max(from, 1); k <= reference.writes; k++ {
 			points = append(points, k)
 		}
 	} else {
