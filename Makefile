@@ -66,6 +66,11 @@ test: verify-generated vet ## Run every test in the module against real local cl
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
 		$(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(TEST_ARGS)
 
+.PHONY: demo
+demo: ## Move a fleet of 6 clusters between two local management clusters with the operator; KEEP=1 keeps them running.
+	$(GO) build -o bin/demo ./test/demo
+	bin/demo
+
 .PHONY: test-crash
 test-crash: ## Run the full crash sweep: the operator stopped at every one of its writes during a move.
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" MOVE_OPERATOR_CRASH_SWEEP=full \

@@ -1,0 +1,577 @@
+// Command demo is `make demo`: it moves a fleet of Cluster API workload
+// clusters from one local management cluster to another with move-operator
+// running as a real process, shows the move live and prints what changed.
+//
+// It starts two local management clusters (package testenv: real etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok processes
+// with Cluster API installed as clusterctl init leaves it), creates a fleet in
+// the source (package fleet), installs the MoveOperation CRD, builds and runs
+// the manager out of cluster against the source, creates the target kubeconfig
+// Secret and applies config/samples/demo_moveoperation.yaml. It exits 0 only
+// when the MoveOperation reached Done and the target holds exactly what the
+// source held before.
+//
+// The clusters are processes of this program: they stop when it stops. With
+// KEEP=1 it stays in the foreground after the move, printing kubectl commands
+// for both clusters, until interrupted.
+//
+// It never touches anything outside the directories it creates under the
+// system's temporary directory and bin/manager.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/localcluster"
+	"github.com/move-operator/move-operator/test/snapshot"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+const (
+	modulePath = "github.com/move-operator/move-operator"
+	samplePath = "config/samples/demo_moveoperation.yaml"
+	// secretName must match spec.target.kubeconfigSecretRef.name in the sample.
+	secretName = "target-kubeconfig"
+	// moveTimeout bounds the move itself; it takes seconds.
+	moveTimeout = 5 * time.Minute
+)
+
+// fleetOptions is the demo fleet: six workload clusters, two of each shape
+// (classic, ClusterClass in the cluster's namespace, ClusterClass in another
+// namespace), in two team namespaces. The sample names the same namespaces.
+var fleetOptions = fleet.Options{
+	Clusters:   6,
+	Workers:    ptr.To(1),
+	Namespaces: []string{"team-a", "team-b"},
+	Name:       "workload",
+}
+
+func main() {
+	os.Exit(run())
+}
+
+// demo holds what the run started, for the summary and for cleanup.
+type demo struct {
+	root     string
+	workDir  string
+	env      *testenv.Env
+	operator *exec.Cmd
+	// opExited is closed when the operator process has exited.
+	opExited chan struct{}
+	opLog    string
+	began    time.Time
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d := &demo{began: time.Now()}
+	keep := os.Getenv("KEEP") != ""
+
+	say("move-operator demo: a fleet of Cluster API clusters moves between two local management clusters.")
+	say("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from the Go")
+	say("module proxy, and compiles the operator and this demo: about 15 minutes on 2 cores the first time,")
+	say("cached afterwards (binaries under ~/.cache/move-operator). A repeat run takes under 2 minutes.")
+
+	err := d.run(ctx, keep)
+	code := 0
+	if err != nil {
+		code = 1
+		fmt.Fprintf(os.Stderr, "\nDEMO FAILED: %v\n", err)
+		d.printLogLocations(os.Stderr)
+	}
+	if keep && d.env != nil && ctx.Err() == nil {
+		d.printKeepInstructions()
+		<-ctx.Done()
+		say("interrupted: stopping the operator and both clusters")
+	}
+	d.cleanup(code == 0)
+	if keep && code == 0 {
+		say("both clusters stopped")
+	}
+	return code
+}
+
+func (d *demo) run(ctx context.Context, keep bool) error {
+	var err error
+	if d.root, err = repositoryRoot(); err != nil {
+		return err
+	}
+	if d.workDir, err = os.MkdirTemp("", "move-operator-demo-"); err != nil {
+		return err
+	}
+	d.opLog = filepath.Join(d.workDir, "manager.log")
+	// The Cluster API webhooks served by this process log through
+	// controller-runtime's logger: into the work directory, not the terminal.
+	webhookLog, err := os.Create(filepath.Join(d.workDir, "webhooks.log"))
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(webhookLog), zap.Level(zapcore.InfoLevel)))
+
+	step("Kubernetes binaries (built once, then cached)")
+	binDir, err := localcluster.BinaryDir(ctx)
+	if err != nil {
+		return err
+	}
+	say("  using %s", binDir)
+
+	step("Building the operator (go build -o bin/manager .) while two management clusters start")
+	built := make(chan error, 1)
+	go func() { built <- d.buildOperator(ctx) }()
+	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Logf: func(format string, args ...any) {
+		say("  "+format, args...)
+	}})
+	if err != nil {
+		return fmt.Errorf("starting the management clusters: %w", err)
+	}
+	if err := <-built; err != nil {
+		return err
+	}
+	say("  operator built: bin/manager")
+
+	step(fmt.Sprintf("Creating a fleet of %d workload clusters in the source", fleetOptions.Clusters))
+	f, err := fleet.Create(ctx, d.env.Source.Client, fleetOptions)
+	if err != nil {
+		return fmt.Errorf("creating the fleet: %w", err)
+	}
+	for _, c := range f.Clusters {
+		class := ""
+		if c.ClassRef != nil {
+			class = " (ClusterClass " + c.ClassRef.String() + ")"
+		}
+		say("  %-8s %-12s %s%s, %d Machines", c.Namespace, c.Name, c.Shape, class, len(c.Machines))
+	}
+	say("  %d objects in %s", f.Total(), f.Duration.Round(time.Millisecond))
+
+	c, err := d.sourceClient()
+	if err != nil {
+		return err
+	}
+	before, err := take(ctx, d.env.Source.Client, f.Namespaces)
+	if err != nil {
+		return err
+	}
+	replicasBefore, err := d.replicas(ctx)
+	if err != nil {
+		return err
+	}
+
+	step("Installing the MoveOperation CRD in the source and starting the operator")
+	if _, err := envtest.InstallCRDs(d.env.Source.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(d.root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		return fmt.Errorf("installing the MoveOperation CRD: %w", err)
+	}
+	if err := d.startOperator(); err != nil {
+		return err
+	}
+	say("  KUBECONFIG=%s bin/manager --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0", d.env.Source.KubeconfigPath)
+	say("  its log: %s", d.opLog)
+
+	step("Creating the target kubeconfig Secret and applying " + samplePath)
+	mo, err := d.applySample(ctx, c)
+	if err != nil {
+		return err
+	}
+
+	step("Watching the move (as kubectl get mo -w would show it)")
+	done, err := d.watch(ctx, c, mo)
+	if err != nil {
+		return err
+	}
+
+	after, err := take(ctx, d.env.Target.Client, f.Namespaces)
+	if err != nil {
+		return err
+	}
+	sourceAfter, err := take(ctx, d.env.Source.Client, f.Namespaces)
+	if err != nil {
+		return err
+	}
+	replicasAfter, err := d.replicas(ctx)
+	if err != nil {
+		return err
+	}
+	step("Summary")
+	printKinds(before, sourceAfter, after, f.Namespaces)
+	printReplicas(replicasBefore, replicasAfter)
+	printPhases(done)
+
+	if done.Status.Phase != movev1alpha1.PhaseDone {
+		printConditions(done)
+		return fmt.Errorf("MoveOperation %s/%s ended in phase %s: %s", done.Namespace, done.Name, done.Status.Phase, done.Status.FailureMessage)
+	}
+	if diff := snapshot.Diff(inNamespaces(before, f.Namespaces), inNamespaces(after, f.Namespaces)); diff != "" {
+		return fmt.Errorf("the move reached Done but the target differs from the source before the move (-source +target):\n%s", diff)
+	}
+	if left := inNamespaces(sourceAfter, f.Namespaces); len(left.Objects) > 0 {
+		var orphans []string
+		for _, o := range left.Objects {
+			if !ownedByGlobal(o) {
+				orphans = append(orphans, o.Key().String())
+			}
+		}
+		if len(orphans) > 0 {
+			return fmt.Errorf("the move reached Done but the source still holds %s", strings.Join(orphans, ", "))
+		}
+	}
+	moved, planned := len(inNamespaces(before, f.Namespaces).Objects), 0
+	if done.Status.Plan != nil {
+		planned = int(done.Status.Plan.Objects)
+	}
+	say("\nSUCCESS: %d objects moved in %s (and %d cluster-scoped ones copied); the target holds exactly what the",
+		moved, moveDuration(done), planned-moved)
+	say("source held before, every controller is back at its replica count, and the whole demo took %s.",
+		time.Since(d.began).Round(time.Second))
+	if !keep {
+		say("(KEEP=1 make demo keeps both clusters running afterwards.)")
+	}
+	return nil
+}
+
+func (d *demo) buildOperator(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join("bin", "manager"), ".")
+	cmd.Dir = d.root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build -o bin/manager .: %w\n%s", err, out.String())
+	}
+	return nil
+}
+
+func (d *demo) startOperator() error {
+	logFile, err := os.Create(d.opLog)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(d.root, "bin", "manager"),
+		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.env.Source.KubeconfigPath)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// The operator dies with the demo, however the demo ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting bin/manager: %w", err)
+	}
+	d.operator, d.opExited = cmd, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(d.opExited)
+	}()
+	return nil
+}
+
+func (d *demo) sourceClient() (client.Client, error) {
+	s := capiprovider.NewScheme()
+	utilruntime.Must(movev1alpha1.AddToScheme(s))
+	return client.New(d.env.Source.Config, client.Options{Scheme: s})
+}
+
+func (d *demo) applySample(ctx context.Context, c client.Client) (*movev1alpha1.MoveOperation, error) {
+	data, err := os.ReadFile(filepath.Join(d.root, samplePath))
+	if err != nil {
+		return nil, err
+	}
+	mo := &movev1alpha1.MoveOperation{}
+	if err := yaml.UnmarshalStrict(data, mo); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", samplePath, err)
+	}
+	kubeconfig, err := os.ReadFile(d.env.Target.KubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: mo.Namespace, Name: secretName},
+		Data:       map[string][]byte{"value": kubeconfig},
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	say("  Secret %s/%s from %s", secret.Namespace, secret.Name, d.env.Target.KubeconfigPath)
+	if err := c.Create(ctx, mo); err != nil {
+		return nil, fmt.Errorf("creating MoveOperation %s/%s: %w", mo.Namespace, mo.Name, err)
+	}
+	say("  MoveOperation %s/%s, namespaces %s", mo.Namespace, mo.Name, strings.Join(mo.Spec.Namespaces, ", "))
+	return mo, nil
+}
+
+// watch prints a line each time the phase or the progress changes, until the
+// move has ended (Done or Failed).
+func (d *demo) watch(ctx context.Context, c client.Client, mo *movev1alpha1.MoveOperation) (*movev1alpha1.MoveOperation, error) {
+	ctx, cancel := context.WithTimeout(ctx, moveTimeout)
+	defer cancel()
+	const row = "  %-12s %-16s %-18s %-10s %s\n"
+	fmt.Printf(row, "NAME", "PHASE", "TARGET", "PROGRESS", "AGE")
+	last := ""
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		cur := &movev1alpha1.MoveOperation{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(mo), cur); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("the move did not end within %s (last seen: %s)", moveTimeout, last)
+			}
+			return nil, fmt.Errorf("reading MoveOperation %s/%s: %w", mo.Namespace, mo.Name, err)
+		}
+		progress := ""
+		if cur.Status.Progress != nil {
+			progress = cur.Status.Progress.Summary
+		}
+		line := string(cur.Status.Phase) + "\t" + progress
+		if line != last && cur.Status.Phase != "" {
+			age := time.Since(cur.CreationTimestamp.Time).Round(100 * time.Millisecond)
+			fmt.Printf(row, cur.Name, cur.Status.Phase, cur.Spec.Target.KubeconfigSecretRef.Name, progress, age)
+			last = line
+		}
+		if p := cur.Status.Phase; p == movev1alpha1.PhaseDone || p == movev1alpha1.PhaseFailed {
+			return cur, nil
+		}
+		select {
+		case <-d.opExited:
+			return cur, fmt.Errorf("the operator exited (%s) in phase %s", d.operator.ProcessState, cur.Status.Phase)
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				printConditions(cur)
+				return nil, fmt.Errorf("the move did not end within %s; it is in phase %s", moveTimeout, cur.Status.Phase)
+			}
+			return nil, ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+// replicas reads the replica count of every provider controller in both clusters.
+func (d *demo) replicas(ctx context.Context) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, m := range []*testenv.Management{d.env.Source, d.env.Target} {
+		list := &appsv1.DeploymentList{}
+		if err := m.Client.List(ctx, list, client.HasLabels{capiprovider.ProviderLabel}); err != nil {
+			return nil, fmt.Errorf("listing the controllers of %s: %w", m.Name, err)
+		}
+		for _, dep := range list.Items {
+			out[m.Name+"\t"+dep.Namespace+"/"+dep.Name] = ptr.Deref(dep.Spec.Replicas, 1)
+		}
+	}
+	return out, nil
+}
+
+func (d *demo) printLogLocations(w io.Writer) {
+	if d.opLog != "" {
+		fmt.Fprintf(w, "operator log:            %s\n", d.opLog)
+		fmt.Fprintf(w, "webhook log:             %s\n", filepath.Join(d.workDir, "webhooks.log"))
+	}
+	if d.env != nil {
+		fmt.Fprintf(w, "cluster process logs:    %s\n", d.env.LogDirs())
+	}
+}
+
+func (d *demo) printKeepInstructions() {
+	src, tgt := d.env.Source.KubeconfigPath, d.env.Target.KubeconfigPath
+	step("KEEP=1: both clusters keep running while this program runs")
+	say("The clusters are processes of this program (their webhooks are served by it too): they stop")
+	say("when it stops, so it stays in the foreground. Look at them from another terminal:")
+	say("")
+	say("  kubectl --kubeconfig %s get moveoperations -A", src)
+	say("  kubectl --kubeconfig %s get mo demo-move -n default -o yaml", src)
+	say("  kubectl --kubeconfig %s get clusters,machines -A", src)
+	say("  kubectl --kubeconfig %s get clusters,machines,clusterclasses -A", tgt)
+	say("  kubectl --kubeconfig %s get deployments -A -l %s", tgt, capiprovider.ProviderLabel)
+	say("")
+	say("Logs: operator %s; cluster processes %s", d.opLog, d.env.LogDirs())
+	say("Stop everything with Ctrl-C here (or kill -INT %d).", os.Getpid())
+}
+
+func (d *demo) cleanup(removeLogs bool) {
+	if d.operator != nil {
+		_ = syscall.Kill(-d.operator.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-d.opExited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-d.operator.Process.Pid, syscall.SIGKILL)
+			<-d.opExited
+		}
+	}
+	if d.env != nil {
+		if err := d.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the clusters: %v\n", err)
+		}
+		if removeLogs {
+			if err := d.env.RemoveLogs(); err != nil {
+				fmt.Fprintf(os.Stderr, "%v\n", err)
+			}
+		}
+	}
+	if removeLogs && d.workDir != "" {
+		_ = os.RemoveAll(d.workDir)
+	}
+}
+
+// take snapshots a cluster without the marks a move puts on objects while
+// it runs.
+func take(ctx context.Context, c client.Reader, namespaces []string) (*snapshot.Snapshot, error) {
+	s, err := snapshot.Take(ctx, c, snapshot.Options{
+		Namespaces:        namespaces,
+		IgnoreLabels:      []string{movev1alpha1.OperationLabel},
+		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("taking a snapshot: %w", err)
+	}
+	return s, nil
+}
+
+func inNamespaces(s *snapshot.Snapshot, namespaces []string) *snapshot.Snapshot {
+	out := &snapshot.Snapshot{}
+	for _, o := range s.Objects {
+		for _, ns := range namespaces {
+			if o.Namespace == ns {
+				out.Objects = append(out.Objects, o)
+			}
+		}
+	}
+	return out
+}
+
+// ownedByGlobal tells the objects that stay in the source by design: those of
+// a cluster-scoped object's hierarchy (copied, never deleted).
+func ownedByGlobal(o snapshot.Object) bool {
+	for _, owner := range o.Owners {
+		if strings.HasPrefix(owner.Kind, "LoopClusterIdentity.") {
+			return true
+		}
+	}
+	return false
+}
+
+func printKinds(before, sourceAfter, targetAfter *snapshot.Snapshot, namespaces []string) {
+	say("Objects per kind (the fleet's namespaces and the global objects of its hierarchy):")
+	b, s, t := before.Kinds(), sourceAfter.Kinds(), targetAfter.Kinds()
+	kinds := map[string]bool{}
+	for _, m := range []map[string]int{b, s, t} {
+		for k := range m {
+			kinds[k] = true
+		}
+	}
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  KIND\tSOURCE BEFORE\tSOURCE AFTER\tTARGET AFTER\t")
+	var tb, ts, tt int
+	for _, k := range names {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t\n", k, b[k], s[k], t[k])
+		tb, ts, tt = tb+b[k], ts+s[k], tt+t[k]
+	}
+	fmt.Fprintf(tw, "  total\t%d\t%d\t%d\t\n", tb, ts, tt)
+	_ = tw.Flush()
+	say("  (what stays in the source is the cluster-scoped identity and its credentials Secret:")
+	say("   global objects are copied, never deleted; namespaces: %s)", strings.Join(namespaces, ", "))
+}
+
+func printReplicas(before, after map[string]int32) {
+	say("\nController replicas:")
+	keys := make([]string, 0, len(before))
+	for k := range before {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CLUSTER\tDEPLOYMENT\tBEFORE\tAFTER")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\n", k, before[k], after[k])
+	}
+	_ = tw.Flush()
+}
+
+func printPhases(mo *movev1alpha1.MoveOperation) {
+	say("\nTime per phase:")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	ts := mo.Status.PhaseTransitions
+	for i, p := range ts {
+		if i+1 < len(ts) {
+			fmt.Fprintf(tw, "  %s\t%s\n", p.Phase, ts[i+1].Time.Sub(p.Time.Time))
+		} else {
+			fmt.Fprintf(tw, "  %s\t(at %s)\n", p.Phase, p.Time.UTC().Format(time.TimeOnly))
+		}
+	}
+	fmt.Fprintf(tw, "  total\t%s\n", moveDuration(mo))
+	_ = tw.Flush()
+	say("  (transition times are stored with one-second precision, so short phases show 0s)")
+}
+
+func moveDuration(mo *movev1alpha1.MoveOperation) time.Duration {
+	if mo.Status.StartTime == nil || mo.Status.CompletionTime == nil {
+		return 0
+	}
+	return mo.Status.CompletionTime.Sub(mo.Status.StartTime.Time)
+}
+
+func printConditions(mo *movev1alpha1.MoveOperation) {
+	say("\nMoveOperation %s/%s: phase %s", mo.Namespace, mo.Name, mo.Status.Phase)
+	if mo.Status.FailureReason != "" {
+		say("  failure: %s: %s", mo.Status.FailureReason, mo.Status.FailureMessage)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CONDITION\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range mo.Status.Conditions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	_ = tw.Flush()
+}
+
+func step(title string) { say("\n==> %s", title) }
+
+func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+
+// repositoryRoot walks up from the working directory to this module's go.mod.
+func repositoryRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			bytes.Contains(data, []byte("module "+modulePath+"\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("run the demo from inside the %s repository (make demo)", modulePath)
+		}
+		dir = parent
+	}
+}
