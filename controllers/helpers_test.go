@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/snapshot"
@@ -99,8 +100,42 @@ func createFleet(t *testing.T, opts fleet.Options) *fleet.Fleet {
 	if err != nil {
 		t.Fatalf("creating the fleet: %v", err)
 	}
-	t.Cleanup(func() { purgeFleet(t, f) })
+	t.Cleanup(func() {
+		purgeFleet(t, f)
+		resetProviders(t)
+	})
 	return f
+}
+
+// resetProviders puts every provider back as installed (one replica, no
+// record, no webhook bypass), so that a test that failed half-way does not
+// fail the next ones too.
+func resetProviders(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range []*testenv.Management{env.Source, env.Target} {
+		if err := quiesce.RemoveBypass(ctx, m.Client); err != nil {
+			t.Errorf("removing a webhook bypass left in %s: %v", m.Name, err)
+		}
+		deployments := &appsv1.DeploymentList{}
+		if err := m.Client.List(ctx, deployments, client.HasLabels{capiprovider.ProviderLabel}); err != nil {
+			t.Errorf("listing providers of %s: %v", m.Name, err)
+			continue
+		}
+		for i := range deployments.Items {
+			d := &deployments.Items[i]
+			_, recorded := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]
+			if !recorded && ptr.Deref(d.Spec.Replicas, 1) == 1 {
+				continue
+			}
+			patch := client.MergeFrom(d.DeepCopy())
+			delete(d.Annotations, movev1alpha1.OriginalReplicasAnnotation)
+			d.Spec.Replicas = ptr.To[int32](1)
+			if err := m.Client.Patch(ctx, d, patch); err != nil {
+				t.Errorf("resetting %s/%s in %s: %v", d.Namespace, d.Name, m.Name, err)
+			}
+		}
+	}
 }
 
 // purgeFleet removes every object of the fleet from both clusters, finalizers

@@ -172,9 +172,13 @@ func RunningPods(ctx context.Context, c client.Reader, controllers []Controller)
 	return remaining, nil
 }
 
-// Restore scales every controller back to its recorded replica count, or to
-// fallback when none was recorded (the annotation was lost). The annotation
-// stays until Forget, so a crash between the two restores the same count.
+// Restore scales every controller back to its recorded replica count: the
+// Deployment's annotation, else the caller's record (Controller.Recorded,
+// the MoveOperation status), else fallback. A Deployment with neither
+// annotation nor record that is running already is left alone: it was
+// restored before a crash and forgotten, or never stopped; scaling it to the
+// fallback would undo a count that is right. Restore is idempotent, also
+// after Forget.
 func Restore(ctx context.Context, c client.Client, controllers []Controller, fallback int32) ([]Controller, error) {
 	out := make([]Controller, 0, len(controllers))
 	for _, ctrl := range controllers {
@@ -182,13 +186,20 @@ func Restore(ctx context.Context, c client.Client, controllers []Controller, fal
 		if err := c.Get(ctx, ctrl.Key, d); err != nil {
 			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 		}
+		current := ptr.Deref(d.Spec.Replicas, 1)
 		want := fallback
-		if n, ok, err := recordedReplicas(d); err != nil {
+		n, annotated, err := recordedReplicas(d)
+		switch {
+		case err != nil:
 			return nil, err
-		} else if ok {
+		case annotated:
 			want = n
+		case ctrl.Recorded != nil:
+			want = *ctrl.Recorded
+		case current > 0:
+			want = current
 		}
-		if ptr.Deref(d.Spec.Replicas, 1) != want {
+		if current != want {
 			if err := setReplicas(ctx, c, d, want); err != nil {
 				return nil, err
 			}

@@ -203,6 +203,23 @@ func TestRestoreFallsBackWhenTheRecordIsLost(t *testing.T) {
 	d := &appsv1.Deployment{}
 	g.Expect(c.Get(ctx, key, d)).To(Succeed())
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
+
+	// Restoring again, the record forgotten and the controller running, is
+	// a no-op: a resumed move must not apply the fallback over a restored count.
+	g.Expect(quiesce.Forget(ctx, c, ctrl)).To(Succeed())
+	again, err := quiesce.Restore(ctx, c, ctrl, 5)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again[0].Replicas).To(Equal(int32(3)))
+	g.Expect(c.Get(ctx, key, d)).To(Succeed())
+	g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
+
+	// With the annotation gone but a record kept elsewhere (the
+	// MoveOperation status), the record wins over the fallback.
+	g.Expect(quiesce.ScaleDown(ctx, c, []quiesce.Controller{{Key: key}})).To(HaveOccurred(), "an unrecorded running controller is not stopped")
+	scale(ctx, g, c, key, 0)
+	fromStatus, err := quiesce.Restore(ctx, c, []quiesce.Controller{{Key: key, Recorded: ptr.To[int32](2)}}, 5)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(fromStatus[0].Replicas).To(Equal(int32(2)))
 }
 
 func TestScaleDownRefusesAnUnrecordedController(t *testing.T) {
