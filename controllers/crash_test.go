@@ -110,7 +110,12 @@ func runCrashPoint(t *testing.T, k int64) crashResult {
 			boundaries = append(boundaries, op.writes.Load())
 		}
 	}})
-	mo := newMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: f.Namespaces})
+	// A fallback unlike any original count: a resumed move that lost track
+	// of a count and fell back would show in the controllers' replicas.
+	mo := newMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: f.Namespaces,
+		Controllers: movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](3)},
+	})
 
 	// Wait until the operator crashed, or the move is done.
 	deadline := time.Now().Add(3 * time.Minute)
