@@ -11,11 +11,13 @@ GO ?= go
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
+CRD_REF_DOCS_VERSION ?= v0.3.0
 
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
 # Go test flags: override to narrow a run, e.g. make test TEST_ARGS='-run TestAPI ./api/...'
 TEST_ARGS ?= ./...
@@ -41,6 +43,11 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go 
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
+.PHONY: docs
+docs: $(CRD_REF_DOCS) ## Generate the API reference (docs/api-reference.md) from the Go types.
+	$(CRD_REF_DOCS) --source-path=./api --config=hack/crd-ref-docs.yaml --renderer=markdown \
+		--output-path=docs/api-reference.md
+
 .PHONY: fmt
 fmt: ## Run go fmt.
 	$(GO) fmt ./...
@@ -54,7 +61,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify-generated
-verify-generated: ## Fail when generated code or manifests differ from what the sources generate.
+verify-generated: ## Fail when generated code, manifests, the API reference or dist/install.yaml differ from what the sources generate.
 	hack/verify-generated.sh
 
 .PHONY: kube-binaries
@@ -107,6 +114,9 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 
 $(KUSTOMIZE): | $(LOCALBIN)
 	hack/go-install-tool.sh $@ sigs.k8s.io/kustomize/kustomize/v5 $(KUSTOMIZE_VERSION)
+
+$(CRD_REF_DOCS): | $(LOCALBIN)
+	hack/go-install-tool.sh $@ github.com/elastic/crd-ref-docs $(CRD_REF_DOCS_VERSION)
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	hack/go-install-tool.sh $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION)
