@@ -88,6 +88,8 @@ type demo struct {
 	opExited chan struct{}
 	opLog    string
 	began    time.Time
+	// lowest holds, per controller, the fewest replicas seen during the move.
+	lowest map[string]int32
 }
 
 func run() int {
@@ -223,7 +225,7 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	}
 	step("Summary")
 	printKinds(before, sourceAfter, after, f.Namespaces)
-	printReplicas(replicasBefore, replicasAfter)
+	printReplicas(replicasBefore, d.lowest, replicasAfter)
 	printPhases(done)
 
 	if done.Status.Phase != movev1alpha1.PhaseDone {
@@ -242,6 +244,11 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 		}
 		if len(orphans) > 0 {
 			return fmt.Errorf("the move reached Done but the source still holds %s", strings.Join(orphans, ", "))
+		}
+	}
+	for k, n := range replicasBefore {
+		if replicasAfter[k] != n {
+			return fmt.Errorf("the move reached Done but controller %s has %d replicas, %d before", strings.ReplaceAll(k, "\t", " "), replicasAfter[k], n)
 		}
 	}
 	moved, planned := len(inNamespaces(before, f.Namespaces).Objects), 0
@@ -335,6 +342,8 @@ func (d *demo) watch(ctx context.Context, c client.Client, mo *movev1alpha1.Move
 	const row = "  %-12s %-16s %-18s %-10s %s\n"
 	fmt.Printf(row, "NAME", "PHASE", "TARGET", "PROGRESS", "AGE")
 	last := ""
+	d.lowest = map[string]int32{}
+	polls := 0
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -357,6 +366,16 @@ func (d *demo) watch(ctx context.Context, c client.Client, mo *movev1alpha1.Move
 		}
 		if p := cur.Status.Phase; p == movev1alpha1.PhaseDone || p == movev1alpha1.PhaseFailed {
 			return cur, nil
+		}
+		// Twice a second, note how far each controller was scaled down.
+		if polls++; polls%5 == 0 {
+			if now, err := d.replicas(ctx); err == nil {
+				for k, n := range now {
+					if low, ok := d.lowest[k]; !ok || n < low {
+						d.lowest[k] = n
+					}
+				}
+			}
 		}
 		select {
 		case <-d.opExited:
@@ -502,17 +521,21 @@ func printKinds(before, sourceAfter, targetAfter *snapshot.Snapshot, namespaces 
 	say("   global objects are copied, never deleted; namespaces: %s)", strings.Join(namespaces, ", "))
 }
 
-func printReplicas(before, after map[string]int32) {
-	say("\nController replicas:")
+func printReplicas(before, during, after map[string]int32) {
+	say("\nController replicas (DURING: the fewest seen while the move ran):")
 	keys := make([]string, 0, len(before))
 	for k := range before {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CLUSTER\tDEPLOYMENT\tBEFORE\tAFTER")
+	fmt.Fprintln(tw, "  CLUSTER\tDEPLOYMENT\tBEFORE\tDURING\tAFTER")
 	for _, k := range keys {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\n", k, before[k], after[k])
+		low := "-"
+		if n, ok := during[k]; ok {
+			low = fmt.Sprint(n)
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\n", k, before[k], low, after[k])
 	}
 	_ = tw.Flush()
 }
