@@ -224,7 +224,7 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 		return err
 	}
 	step("Summary")
-	printKinds(before, sourceAfter, after, f.Namespaces)
+	printKinds(before, sourceAfter, after, f.Namespaces, done.Status.Phase == movev1alpha1.PhaseDone)
 	printReplicas(replicasBefore, d.lowest, replicasAfter)
 	printPhases(done)
 
@@ -494,7 +494,7 @@ func ownedByGlobal(o snapshot.Object) bool {
 	return false
 }
 
-func printKinds(before, sourceAfter, targetAfter *snapshot.Snapshot, namespaces []string) {
+func printKinds(before, sourceAfter, targetAfter *snapshot.Snapshot, namespaces []string, moved bool) {
 	say("Objects per kind (the fleet's namespaces and the global objects of its hierarchy):")
 	b, s, t := before.Kinds(), sourceAfter.Kinds(), targetAfter.Kinds()
 	kinds := map[string]bool{}
@@ -517,6 +517,9 @@ func printKinds(before, sourceAfter, targetAfter *snapshot.Snapshot, namespaces 
 	}
 	fmt.Fprintf(tw, "  total\t%d\t%d\t%d\t\n", tb, ts, tt)
 	_ = tw.Flush()
+	if !moved {
+		return
+	}
 	say("  (what stays in the source is the cluster-scoped identity and its credentials Secret:")
 	say("   global objects are copied, never deleted; namespaces: %s)", strings.Join(namespaces, ", "))
 }
