@@ -154,12 +154,8 @@ func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
 	switch phaseOf(mo) {
-	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating:
-		// Nothing was written to either cluster yet.
-		s.removeFinalizer = true
-		r.runs.Delete(mo.UID)
-		return ctrl.Result{}, nil
-	case movev1alpha1.PhaseDone, movev1alpha1.PhaseFailed:
+	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseDone, movev1alpha1.PhaseFailed:
+		// Nothing written yet, or the move has settled.
 		s.removeFinalizer = true
 		r.runs.Delete(mo.UID)
 		return ctrl.Result{}, nil

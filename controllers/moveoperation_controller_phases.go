@@ -201,7 +201,6 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		return ctrl.Result{}, nil
 	}
 
-	warnings := slicesClone(plan.Warnings)
 	for _, c := range []struct {
 		role movev1alpha1.ClusterRole
 		cl   client.Client
@@ -211,10 +210,10 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			return ctrl.Result{}, err
 		}
 		for _, w := range wh.ByURL {
-			warnings = append(warnings, fmt.Sprintf("%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w))
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w))
 		}
 	}
-	mo.Status.Plan = planStatus(plan, warnings)
+	mo.Status.Plan = plan.Summary()
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
 	r.runFor(mo.UID).reset()
 
@@ -692,18 +691,6 @@ func controllerSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, erro
 	return metav1.LabelSelectorAsSelector(sel)
 }
 
-func planStatus(plan *graph.Plan, warnings []string) *movev1alpha1.MovePlan {
-	out := &movev1alpha1.MovePlan{Objects: int32(plan.Len()), Groups: int32(len(plan.Groups))}
-	for _, k := range plan.Kinds() {
-		out.Kinds = append(out.Kinds, movev1alpha1.KindCount{Kind: k.Kind, Count: int32(k.Count)})
-	}
-	if len(warnings) > 100 {
-		warnings = append(warnings[:99], fmt.Sprintf("... and %d more warnings", len(warnings)-99))
-	}
-	out.Warnings = warnings
-	return out
-}
-
 func progressOf(mo *movev1alpha1.MoveOperation, plan *graph.Plan) *movev1alpha1.MoveProgress {
 	if mo.Status.Progress == nil {
 		mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
@@ -764,5 +751,3 @@ func formatReasons(m map[types.NamespacedName]string) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-func slicesClone(in []string) []string { return append([]string(nil), in...) }

@@ -118,23 +118,10 @@ func progressMessage(mo *movev1alpha1.MoveOperation, waiting string) string {
 	return msg
 }
 
-// setProgressSummary writes the Progress column: objects done in the current
-// step out of its total.
+// setProgressSummary writes the Progress column: objects copied out of the
+// objects the move takes (a dry run copies none).
 func setProgressSummary(mo *movev1alpha1.MoveOperation) {
-	p := mo.Status.Progress
-	if p == nil {
-		return
-	}
-	switch phaseOf(mo) {
-	case movev1alpha1.PhaseCopying:
-		p.Summary = fmt.Sprintf("%d/%d", p.Copied, p.Total)
-	case movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget, movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone:
-		if mo.Spec.DryRun {
-			p.Summary = fmt.Sprintf("0/%d", p.Total)
-			return
-		}
-		p.Summary = fmt.Sprintf("%d/%d", p.Copied, p.Total)
-	default:
+	if p := mo.Status.Progress; p != nil {
 		p.Summary = fmt.Sprintf("%d/%d", p.Copied, p.Total)
 	}
 }
