@@ -79,9 +79,9 @@ demo: ## Move a fleet of 6 clusters between two local management clusters with t
 	bin/demo
 
 .PHONY: test-crash
-test-crash: ## Run the full crash sweep: the operator stopped at every one of its writes during a move.
+test-crash: ## Run the full crash sweeps: the operator stopped at every one of its writes during a move, and during a rollback.
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" MOVE_OPERATOR_CRASH_SWEEP=full \
-		$(GO) test -timeout 120m -count=1 -v -run TestTheMoveFinishesAfterACrashAtAnyWrite ./controllers/ \
+		$(GO) test -timeout 120m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./controllers/ \
 		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed before'
 
 ##@ Build

@@ -116,6 +116,12 @@ type operatorOptions struct {
 	// crashAt, when positive, makes the operator's crashAt-th write to
 	// either cluster fail and stops the manager at once, as a crash would.
 	crashAt int64
+	// crashIf, when set, is asked before each write n (counted from 1)
+	// whether the operator crashes there, as for crashAt.
+	crashIf func(n int64) bool
+	// failIf, when set, is asked before each write whether it fails with
+	// an injected error instead of reaching the cluster; it still counts.
+	failIf func(cluster, verb string, obj client.Object) error
 	// onWrite, when set, is called after each successful write of the
 	// operator with the cluster ("source" or "target"), the verb and the
 	// object as written.
@@ -188,11 +194,14 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 // intercept wraps a client of one cluster so that every write is counted,
 // reported to opts.onWrite, and refused from the crashAt-th on.
 func (op *operator) intercept(c client.Client, cluster string, opts operatorOptions, crash func()) client.Client {
-	before := func() error {
+	before := func(verb string, obj client.Object) error {
 		n := op.writes.Add(1)
-		if opts.crashAt > 0 && n >= opts.crashAt {
+		if (opts.crashAt > 0 && n >= opts.crashAt) || (opts.crashIf != nil && opts.crashIf(n)) {
 			crash()
 			return fmt.Errorf("operator crashed before write %d", n)
+		}
+		if opts.failIf != nil {
+			return opts.failIf(cluster, verb, obj)
 		}
 		return nil
 	}
@@ -204,37 +213,37 @@ func (op *operator) intercept(c client.Client, cluster string, opts operatorOpti
 	}
 	return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.CreateOption) error {
-			if err := before(); err != nil {
+			if err := before("create", obj); err != nil {
 				return err
 			}
 			return after("create", obj, c.Create(ctx, obj, o...))
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.UpdateOption) error {
-			if err := before(); err != nil {
+			if err := before("update", obj); err != nil {
 				return err
 			}
 			return after("update", obj, c.Update(ctx, obj, o...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
-			if err := before(); err != nil {
+			if err := before("patch", obj); err != nil {
 				return err
 			}
 			return after("patch", obj, c.Patch(ctx, obj, p, o...))
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteOption) error {
-			if err := before(); err != nil {
+			if err := before("delete", obj); err != nil {
 				return err
 			}
 			return after("delete", obj, c.Delete(ctx, obj, o...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, o ...client.SubResourcePatchOption) error {
-			if err := before(); err != nil {
+			if err := before("patch/"+sub, obj); err != nil {
 				return err
 			}
 			return after("patch/"+sub, obj, c.SubResource(sub).Patch(ctx, obj, p, o...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, o ...client.SubResourceUpdateOption) error {
-			if err := before(); err != nil {
+			if err := before("update/"+sub, obj); err != nil {
 				return err
 			}
 			return after("update/"+sub, obj, c.SubResource(sub).Update(ctx, obj, o...))
