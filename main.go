@@ -66,8 +66,12 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Namespace of the leader election lease; defaults to the namespace the manager runs in.")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 2,
 		"How many MoveOperations are reconciled at once (only one moves per source cluster; the others wait).")
-	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Steady requests per second to each cluster's API server.")
-	fs.IntVar(&o.burst, "kube-api-burst", 100, "Burst of requests above kube-api-qps to each cluster's API server.")
+	// A move is short and runs while every provider controller is stopped:
+	// the sooner it ends, the sooner they run again. --move-concurrency is
+	// what bounds the load on each API server (with its own priority and
+	// fairness); the rate limit is a ceiling, as high as clusterctl's own.
+	fs.Float64Var(&o.qps, "kube-api-qps", 500, "Steady requests per second to each cluster's API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst of requests above kube-api-qps to each cluster's API server.")
 	fs.IntVar(&o.moveConcurrency, "move-concurrency", move.DefaultConcurrency,
 		"Requests in flight to one cluster while copying, labelling or deleting objects.")
 	fs.StringVar(&o.operatorDeployment, "operator-deployment", "",
