@@ -23,6 +23,10 @@ CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 TEST_ARGS ?= ./...
 TEST_TIMEOUT ?= 45m
 
+# Benchmark flags: override to narrow a run, e.g. make bench BENCH_ARGS='-n 100 -reps 1'
+BENCH_ARGS ?=
+BENCH_OUT ?= bin/benchmarks.md
+
 .PHONY: all
 all: build
 
@@ -83,6 +87,11 @@ test-crash: ## Run the full crash sweeps: the operator stopped at every one of i
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" MOVE_OPERATOR_CRASH_SWEEP=full \
 		$(GO) test -timeout 120m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./controllers/ \
 		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed before'
+
+.PHONY: bench
+bench: ## Benchmark the operator against clusterctl move and raw requests (N=10,50,100; hours on 2 cores); writes bin/benchmarks.md; BENCH_ARGS narrows it.
+	$(GO) build -o bin/bench ./test/bench
+	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" bin/bench -out $(BENCH_OUT) $(BENCH_ARGS)
 
 ##@ Build
 

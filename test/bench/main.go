@@ -1,0 +1,346 @@
+// Command bench is `make bench`: it moves the same fleet of Cluster API
+// workload clusters between two local management clusters with
+// `clusterctl move` (its Go library) and with move-operator (a MoveOperation
+// handled by the real operator process), and moves a third copy with plain
+// parallel requests, the floor any mover can approach. It prints, for every
+// fleet size N, the wall time of the whole move and of its copy+delete part,
+// the objects moved, the API requests each API server served (by verb), the
+// CPU time of every process and the operator's peak RSS, each tool's median
+// over the repetitions, and the ratios operator/clusterctl pair by pair.
+//
+//	go run ./test/bench -n 10,50,100 -reps 3 -out bench.md
+//
+// For each N it starts a fresh pair of local management clusters (package
+// testenv: real etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok processes, Cluster API installed as clusterctl
+// init leaves it, provider webhooks served by this process). For each
+// repetition it creates three identical fleets (package fleet) in three
+// namespaces of the source, then moves one with clusterctl and one with the
+// operator, alternating which goes first, and then the third with the
+// baseline. Each move is checked afterwards: the target namespace holds
+// every object the source namespace held, the source namespace holds none.
+//
+// The operator is built from this working tree into the run's directory
+// (never over bin/manager) and started afresh for every move, so its peak
+// RSS belongs to that move alone.
+//
+// The program never touches anything outside the directories it creates
+// under the system's temporary directory, which it removes when it
+// succeeds (logs are kept on failure).
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/move-operator/move-operator/test/localcluster"
+)
+
+const modulePath = "github.com/move-operator/move-operator"
+
+// The operator's client settings by default, as main.go declares them
+// (--kube-api-qps, --kube-api-burst) and internal/move.DefaultConcurrency
+// (--move-concurrency). The bench passes them to the operator explicitly and
+// gives the baseline the same, so both always run with equal limits.
+const (
+	defaultQPS         = 500
+	defaultBurst       = 1000
+	defaultConcurrency = 8
+)
+
+// options are the command-line settings.
+type options struct {
+	sizes []int
+	// reps is the number of repetitions of each N, repsFor the N that
+	// have another.
+	reps        int
+	repsFor     map[int]int
+	out         string
+	qps         float64
+	burst       int
+	concurrency int
+	moveTimeout time.Duration
+	// skipBaseline leaves out the third fleet and its move, for quicker
+	// runs while comparing the two tools only.
+	skipBaseline bool
+	// profileDir, when set, receives CPU profiles of both kube-apiservers
+	// taken during every move.
+	profileDir string
+}
+
+// repetitions is how many times fleets of n clusters are moved.
+func (o options) repetitions(n int) int {
+	if r, ok := o.repsFor[n]; ok {
+		return r
+	}
+	return o.reps
+}
+
+func parseOptions(args []string) (options, error) {
+	o := options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sizes := fs.String("n", "10,50,100", "comma-separated fleet sizes N (workload clusters, 3 control-plane and 3 worker Machines each)")
+	reps := fs.String("reps", "3,100=2", "repetitions per N (the report gives the median): a number for every N, then N=count for exceptions")
+	fs.StringVar(&o.out, "out", "", "write the report as Markdown to this file too")
+	fs.Float64Var(&o.qps, "qps", defaultQPS, "client QPS of the operator (--kube-api-qps) and of the baseline")
+	fs.IntVar(&o.burst, "burst", defaultBurst, "client burst of the operator (--kube-api-burst) and of the baseline")
+	fs.IntVar(&o.concurrency, "concurrency", defaultConcurrency, "requests in flight per cluster, operator (--move-concurrency) and baseline")
+	fs.DurationVar(&o.moveTimeout, "move-timeout", 45*time.Minute, "fail a move that takes longer")
+	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("-n: %q is not a positive number", s)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	if err := o.parseReps(*reps); err != nil {
+		return o, err
+	}
+	if o.concurrency < 1 || o.qps <= 0 || o.burst < 1 {
+		return o, fmt.Errorf("-qps, -burst and -concurrency must be positive")
+	}
+	return o, nil
+}
+
+// parseReps reads -reps: "3" or "3,100=2" (3 repetitions, 2 for N=100).
+func (o *options) parseReps(spec string) error {
+	o.reps, o.repsFor = 0, map[int]int{}
+	for _, item := range strings.Split(spec, ",") {
+		key, value, exception := strings.Cut(strings.TrimSpace(item), "=")
+		if !exception {
+			value = key
+		}
+		count, err := strconv.Atoi(value)
+		if err != nil || count < 1 {
+			return fmt.Errorf("-reps: %q is not a positive number of repetitions", item)
+		}
+		if !exception {
+			o.reps = count
+			continue
+		}
+		n, err := strconv.Atoi(key)
+		if err != nil || n < 1 {
+			return fmt.Errorf("-reps: %q does not start with a fleet size", item)
+		}
+		o.repsFor[n] = count
+	}
+	if o.reps == 0 {
+		return fmt.Errorf("-reps %q gives no count for every N", spec)
+	}
+	return nil
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	opts, err := parseOptions(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b := &bench{opts: opts, began: time.Now(), idle: map[int]map[string]float64{}}
+	err = b.run(ctx)
+	b.cleanup(err == nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\nBENCH FAILED: %v\n", err)
+		if b.workDir != "" {
+			fmt.Fprintf(os.Stderr, "logs kept in %s\n", b.workDir)
+		}
+		return 1
+	}
+	return 0
+}
+
+// bench holds what a run started and measured.
+type bench struct {
+	opts    options
+	began   time.Time
+	root    string
+	workDir string
+	// manager is the operator binary built for this run.
+	manager string
+	machine machineInfo
+	// clusters is the pair of the size being measured.
+	clusters *clusters
+	// marks records the milestones clusterctl logs.
+	marks   *markSink
+	results []*result
+	// idle is the background request rate of each size's clusters.
+	idle map[int]map[string]float64
+}
+
+func (b *bench) run(ctx context.Context) error {
+	var err error
+	if b.root, err = repositoryRoot(); err != nil {
+		return err
+	}
+	if b.workDir, err = os.MkdirTemp("", "move-operator-bench-"); err != nil {
+		return err
+	}
+	// The Cluster API webhooks this process serves log through
+	// controller-runtime's logger; clusterctl logs through its own.
+	webhookLog, err := os.Create(filepath.Join(b.workDir, "webhooks.log"))
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(webhookLog), zap.Level(zapcore.InfoLevel)))
+	if b.marks, err = newMarkSink(filepath.Join(b.workDir, "clusterctl.log")); err != nil {
+		return err
+	}
+	b.machine = describeMachine(ctx, b.root, b.opts)
+	say("move-operator benchmark: clusterctl move vs move-operator vs raw requests; %s", b.opts.plan())
+	say("machine: %s", b.machine.summary())
+	say("work directory (logs): %s", b.workDir)
+
+	binDir, err := localcluster.BinaryDir(ctx)
+	if err != nil {
+		return err
+	}
+	say("Kubernetes binaries: %s", binDir)
+	b.manager = filepath.Join(b.workDir, "manager")
+	say("building the operator from the working tree into %s", b.manager)
+	if err := build(ctx, b.root, b.manager); err != nil {
+		return err
+	}
+
+	for _, n := range b.opts.sizes {
+		if err := b.runSize(ctx, n); err != nil {
+			return fmt.Errorf("fleets of %d clusters: %w", n, err)
+		}
+	}
+	b.machine.loadAfter = loadAverage()
+	rep := newReport(b.opts, b.machine, b.results, b.idle, time.Since(b.began))
+	fmt.Print("\n" + rep.text())
+	if b.opts.out != "" {
+		if err := os.WriteFile(b.opts.out, []byte(rep.markdown()), 0o644); err != nil {
+			return fmt.Errorf("writing the report: %w", err)
+		}
+		say("report written to %s", b.opts.out)
+	}
+	return nil
+}
+
+// runSize measures every repetition at fleet size n on a fresh pair of
+// clusters, so what earlier sizes left in the target does not weigh on it.
+func (b *bench) runSize(ctx context.Context, n int) (err error) {
+	step("N=%d: starting two local management clusters with Cluster API", n)
+	c, err := startClusters(ctx, b)
+	if err != nil {
+		return err
+	}
+	b.clusters = c
+	b.idle[n] = c.idle
+	defer func() {
+		if stopErr := c.stop(err != nil); stopErr != nil {
+			say("stopping the clusters: %v", stopErr)
+		}
+		b.clusters = nil
+	}()
+	reps := b.opts.repetitions(n)
+	for rep := 1; rep <= reps; rep++ {
+		step("N=%d, repetition %d/%d: creating the fleets", n, rep, reps)
+		fleets, err := c.createFleets(ctx, n, rep, !b.opts.skipBaseline)
+		if err != nil {
+			return err
+		}
+		for i, f := range fleets {
+			r := &result{tool: f.tool, n: n, rep: rep, position: i + 1}
+			if err := b.measure(ctx, f, r); err != nil {
+				return fmt.Errorf("repetition %d, %s: %w", rep, f.tool, err)
+			}
+			b.results = append(b.results, r)
+			say("  %s", r.line())
+		}
+	}
+	return nil
+}
+
+func (b *bench) cleanup(removeLogs bool) {
+	if b.clusters != nil {
+		_ = b.clusters.stop(!removeLogs)
+	}
+	if b.marks != nil {
+		_ = b.marks.close()
+	}
+	if removeLogs && b.workDir != "" {
+		_ = os.RemoveAll(b.workDir)
+		b.workDir = ""
+	}
+}
+
+// build compiles the operator from the working tree, as `make build` does,
+// but into the run's directory so that bin/manager stays as it was.
+func build(ctx context.Context, root, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	cmd.Dir = root
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build -o %s .: %w\n%s", out, err, buf.String())
+	}
+	return nil
+}
+
+// repositoryRoot walks up from the working directory to this module's go.mod.
+func repositoryRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			bytes.Contains(data, []byte("module "+modulePath+"\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("run the benchmark from inside the %s repository (make bench)", modulePath)
+		}
+		dir = parent
+	}
+}
+
+func step(format string, args ...any) { say("\n==> "+format, args...) }
+
+func say(format string, args ...any) {
+	fmt.Printf("%s "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, args...)...)
+}
+
+// plan says which sizes run how many times: "N=10 ×3, N=100 ×2".
+func (o options) plan() string {
+	parts := make([]string, len(o.sizes))
+	for i, n := range o.sizes {
+		parts[i] = fmt.Sprintf("N=%d ×%d", n, o.repetitions(n))
+	}
+	return strings.Join(parts, ", ")
+}

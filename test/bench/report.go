@@ -1,0 +1,469 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The targets for the operator at the largest N.
+const (
+	targetCopyDeleteVsBaseline = 1.3
+	targetWholeVsClusterctl    = 1.0 / 3
+	targetPeakRSSMiB           = 150
+	targetPerObjectFlatness    = 1.5
+)
+
+// report turns the results into tables, as text for the terminal and as
+// Markdown for docs/benchmarks.md.
+type report struct {
+	opts    options
+	machine machineInfo
+	results []*result
+	idle    map[int]map[string]float64
+	elapsed time.Duration
+}
+
+func newReport(opts options, machine machineInfo, results []*result, idle map[int]map[string]float64, elapsed time.Duration) *report {
+	return &report{opts: opts, machine: machine, results: results, idle: idle, elapsed: elapsed}
+}
+
+// table is one table of the report.
+type table struct {
+	title  string
+	note   string
+	header []string
+	rows   [][]string
+}
+
+func (r *report) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", r.preamble(false))
+	for _, t := range r.tables() {
+		fmt.Fprintf(&b, "\n%s\n", t.title)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(t.header, "\t"))
+		for _, row := range t.rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		_ = tw.Flush()
+		if t.note != "" {
+			fmt.Fprintf(&b, "%s\n", t.note)
+		}
+	}
+	return b.String()
+}
+
+func (r *report) markdown() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\n", r.preamble(true))
+	for _, t := range r.tables() {
+		fmt.Fprintf(&b, "\n#### %s\n\n", t.title)
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(t.header, " | "))
+		seps := make([]string, len(t.header))
+		for i := range seps {
+			seps[i] = "---"
+			if i > 0 {
+				seps[i] = "---:"
+			}
+		}
+		fmt.Fprintf(&b, "|%s|\n", strings.Join(seps, "|"))
+		for _, row := range t.rows {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+		}
+		if t.note != "" {
+			fmt.Fprintf(&b, "\n%s\n", t.note)
+		}
+	}
+	return b.String()
+}
+
+func (r *report) preamble(md bool) string {
+	m := r.machine
+	lines := []string{
+		fmt.Sprintf("Run: %s, %s in all", m.date, r.elapsed.Round(time.Second)),
+		fmt.Sprintf("Command: %s", m.command),
+		fmt.Sprintf("Machine: %d cores (%s), %s memory, %s, %s", m.cores, m.cpuModel, m.memory, m.kernel, m.goVersion),
+		fmt.Sprintf("Operator built from commit %s", m.commit),
+		fmt.Sprintf("Settings: %s; repetitions: %s, clusterctl and the operator alternating which goes first", m.settings, r.opts.plan()),
+		fmt.Sprintf("Load average before and after: %s / %s", m.loadBefore, m.loadAfter),
+	}
+	var idle []string
+	for _, n := range r.opts.sizes {
+		if rates, ok := r.idle[n]; ok {
+			idle = append(idle, fmt.Sprintf("N=%d: source %.1f/s, target %.1f/s", n, rates["source"], rates["target"]))
+		}
+	}
+	if len(idle) > 0 {
+		lines = append(lines, "Background requests with nothing moving (counted in every figure): "+strings.Join(idle, "; "))
+	}
+	if r.opts.profileDir != "" {
+		lines = append(lines, fmt.Sprintf("CPU profiles of both kube-apiservers during each move in %s "+
+			"(go tool pprof -top %s/n<N>-r<repetition>-<mover>-<source|target>-*.pb.gz merges the slices of one move)", r.opts.profileDir, r.opts.profileDir))
+	}
+	if md {
+		return "- " + strings.Join(lines, "\n- ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (r *report) tables() []table {
+	out := []table{r.summary(), r.targets(), r.phases(), r.verbs(), r.webhooks(), r.cpu(), r.repetitions()}
+	return slices.DeleteFunc(out, func(t table) bool { return len(t.rows) == 0 })
+}
+
+// of returns the results of one mover at one N, by repetition.
+func (r *report) of(n int, tool string) []*result {
+	var out []*result
+	for _, res := range r.results {
+		if res.n == n && res.tool == tool {
+			out = append(out, res)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rep < out[j].rep })
+	return out
+}
+
+// sizes are the Ns with results.
+func (r *report) sizes() []int {
+	var out []int
+	for _, n := range r.opts.sizes {
+		if len(r.of(n, toolOperator))+len(r.of(n, toolClusterctl)) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ratio is the median over the repetitions of f(operator)/f(other),
+// taking both from the same repetition.
+func (r *report) ratio(n int, other string, f func(*result) float64) float64 {
+	as, bs := r.of(n, toolOperator), r.of(n, other)
+	var ratios []float64
+	for _, x := range as {
+		for _, y := range bs {
+			if x.rep == y.rep && f(y) != 0 {
+				ratios = append(ratios, f(x)/f(y))
+			}
+		}
+	}
+	return median(ratios)
+}
+
+func medianOf(rs []*result, f func(*result) float64) float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = f(r)
+	}
+	return median(xs)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// The figures of a result the tables use.
+var (
+	wholeSeconds      = func(r *result) float64 { return r.whole.Seconds() }
+	copyDeleteSeconds = func(r *result) float64 { return r.copyDelete.Seconds() }
+	copySeconds       = func(r *result) float64 { return r.copy.Seconds() }
+	deleteSeconds     = func(r *result) float64 { return r.delete.Seconds() }
+	objectCount       = func(r *result) float64 { return float64(r.objects) }
+	msPerObject       = func(r *result) float64 { return r.whole.Seconds() * 1000 / float64(r.objects) }
+	sourceRequests    = func(r *result) float64 { return r.requests["source"].total() }
+	targetRequests    = func(r *result) float64 { return r.requests["target"].total() }
+	allRequests       = func(r *result) float64 { return sourceRequests(r) + targetRequests(r) }
+	perObjectRequests = func(r *result) float64 { return allRequests(r) / float64(r.objects) }
+	peakRSSMiB        = func(r *result) float64 { return mib(r.peakRSS) }
+)
+
+var tools = []string{toolClusterctl, toolOperator, toolBaseline}
+
+func (r *report) summary() table {
+	t := table{
+		title: "Summary: medians over the repetitions; ratios are the median of the ratios of each repetition's pair",
+		header: []string{"N", "mover", "objects", "whole move s", "copy+delete s (copy + delete)", "ms/object (whole)",
+			"requests source", "requests target", "requests/object", "peak RSS MiB"},
+		note: "clusterctl's copy+delete runs from its log line \"Creating objects in the target cluster\" to the one after its last delete; " +
+			"the operator's from the MoveOperation entering Copying to it entering RestoringTarget (as seen by a watch); " +
+			"the baseline's whole move is its copy+delete, reading the objects included.",
+	}
+	for _, n := range r.sizes() {
+		for _, tool := range tools {
+			rs := r.of(n, tool)
+			if len(rs) == 0 {
+				continue
+			}
+			rss := ""
+			if tool == toolOperator {
+				rss = fmt.Sprintf("%.0f", medianOf(rs, peakRSSMiB))
+			}
+			t.rows = append(t.rows, []string{
+				fmt.Sprint(n), tool, fmt.Sprintf("%.0f", medianOf(rs, objectCount)),
+				fmt.Sprintf("%.1f", medianOf(rs, wholeSeconds)),
+				fmt.Sprintf("%.1f (%.1f + %.1f)", medianOf(rs, copyDeleteSeconds), medianOf(rs, copySeconds), medianOf(rs, deleteSeconds)),
+				fmt.Sprintf("%.1f", medianOf(rs, msPerObject)),
+				fmt.Sprintf("%.0f", medianOf(rs, sourceRequests)), fmt.Sprintf("%.0f", medianOf(rs, targetRequests)),
+				fmt.Sprintf("%.1f", medianOf(rs, perObjectRequests)), rss,
+			})
+		}
+		if len(r.of(n, toolClusterctl)) > 0 && len(r.of(n, toolOperator)) > 0 {
+			x := func(f func(*result) float64) string { return times(r.ratio(n, toolClusterctl, f)) }
+			t.rows = append(t.rows, []string{fmt.Sprint(n), "operator / clusterctl", "",
+				x(wholeSeconds), x(copyDeleteSeconds), x(msPerObject), x(sourceRequests), x(targetRequests), x(perObjectRequests), ""})
+		}
+		if len(r.of(n, toolBaseline)) > 0 && len(r.of(n, toolOperator)) > 0 {
+			x := func(f func(*result) float64) string { return times(r.ratio(n, toolBaseline, f)) }
+			t.rows = append(t.rows, []string{fmt.Sprint(n), "operator / baseline", "",
+				"", x(copyDeleteSeconds), "", x(sourceRequests), x(targetRequests), x(perObjectRequests), ""})
+		}
+	}
+	return t
+}
+
+// targets checks the targets at the largest N measured.
+func (r *report) targets() table {
+	t := table{title: "The issue's targets for the operator", header: []string{"target", "measured", "met"}}
+	sizes := r.sizes()
+	if len(sizes) == 0 || len(r.of(sizes[len(sizes)-1], toolOperator)) == 0 {
+		return t
+	}
+	n := sizes[len(sizes)-1]
+	row := func(name string, value float64, format string, met bool) {
+		verdict := "no"
+		if met {
+			verdict = "yes"
+		}
+		if math.IsNaN(value) {
+			verdict = "not measured"
+		}
+		t.rows = append(t.rows, []string{name, fmt.Sprintf(format, value), verdict})
+	}
+	cd := r.ratio(n, toolBaseline, copyDeleteSeconds)
+	row(fmt.Sprintf("N=%d: copy+delete within %.1f× of the baseline", n, targetCopyDeleteVsBaseline), cd, "%.2f×", cd <= targetCopyDeleteVsBaseline)
+	whole := r.ratio(n, toolClusterctl, wholeSeconds)
+	row(fmt.Sprintf("N=%d: whole move at most a third of clusterctl's", n), whole, "%.2f×", whole <= targetWholeVsClusterctl)
+	req := r.ratio(n, toolClusterctl, allRequests)
+	row(fmt.Sprintf("N=%d: fewer API requests than clusterctl (both servers)", n), req, "%.2f×", req < 1)
+	rss := 0.0
+	for _, res := range r.of(n, toolOperator) {
+		rss = math.Max(rss, peakRSSMiB(res))
+	}
+	row(fmt.Sprintf("N=%d: peak RSS at most %d MiB (highest repetition)", n, targetPeakRSSMiB), rss, "%.0f MiB", rss <= targetPeakRSSMiB)
+	if len(sizes) > 1 {
+		var per []float64
+		for _, m := range sizes {
+			per = append(per, medianOf(r.of(m, toolOperator), msPerObject))
+		}
+		spread := slices.Max(per) / slices.Min(per)
+		row(fmt.Sprintf("time per object (whole move) flat within %.1f× from N=%d to N=%d", targetPerObjectFlatness, sizes[0], n),
+			spread, "%.2f×", spread <= targetPerObjectFlatness)
+	}
+	return t
+}
+
+// phases is the operator's time per phase.
+func (r *report) phases() table {
+	var names []string
+	for _, res := range r.results {
+		for _, p := range res.phases {
+			if !slices.Contains(names, p.phase) {
+				names = append(names, p.phase)
+			}
+		}
+	}
+	t := table{
+		title:  "Operator: seconds per phase (median)",
+		header: append(append([]string{"N"}, names...), "whole move"),
+		note:   "(start) is from creating the MoveOperation until the operator first wrote a phase; each phase lasts until the next one is seen.",
+	}
+	for _, n := range r.sizes() {
+		rs := r.of(n, toolOperator)
+		if len(rs) == 0 {
+			continue
+		}
+		row := []string{fmt.Sprint(n)}
+		for _, name := range names {
+			row = append(row, fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 {
+				for _, p := range res.phases {
+					if p.phase == name {
+						return p.duration.Seconds()
+					}
+				}
+				return 0
+			})))
+		}
+		t.rows = append(t.rows, append(row, fmt.Sprintf("%.1f", medianOf(rs, wholeSeconds))))
+	}
+	return t
+}
+
+var verbColumns = []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"}
+
+// verbs is the API requests by server and verb.
+func (r *report) verbs() table {
+	t := table{
+		title:  "API requests served, by verb (median)",
+		header: append(append([]string{"N", "mover", "API server"}, verbColumns...), "other", "total"),
+		note: "From each kube-apiserver's apiserver_request_total before and after the move: every client, background included. " +
+			"\"operator's own count\" is the operator's rest_client_requests_total (client-go counts LISTs as GET).",
+	}
+	row := func(n int, who, server string, rs []*result, counts func(*result) requestCounts) {
+		cells := []string{fmt.Sprint(n), who, server}
+		for _, v := range verbColumns {
+			cells = append(cells, fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 { return counts(res)[v] })))
+		}
+		other := medianOf(rs, func(res *result) float64 {
+			c := counts(res)
+			o := c.total()
+			for _, v := range verbColumns {
+				o -= c[v]
+			}
+			return o
+		})
+		cells = append(cells, fmt.Sprintf("%.0f", other), fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 { return counts(res).total() })))
+		t.rows = append(t.rows, cells)
+	}
+	for _, n := range r.sizes() {
+		for _, tool := range tools {
+			rs := r.of(n, tool)
+			if len(rs) == 0 {
+				continue
+			}
+			for _, server := range []string{"source", "target"} {
+				row(n, tool, server, rs, func(res *result) requestCounts { return res.requests[server] })
+			}
+			if tool == toolOperator {
+				for _, server := range []string{"source", "target"} {
+					row(n, "operator's own count", server, rs, func(res *result) requestCounts { return res.clientRequests[server] })
+				}
+			}
+		}
+	}
+	return t
+}
+
+// webhooks is the admission webhook calls the API servers made.
+func (r *report) webhooks() table {
+	t := table{
+		title:  "Admission webhook calls made by the API servers (median)",
+		header: []string{"N", "mover", "source calls", "source latency s", "target calls", "target latency s", "rejections"},
+		note: "From apiserver_admission_webhook_admission_duration_seconds (latency summed over the calls, so concurrent calls add up) " +
+			"and apiserver_admission_webhook_rejection_count. " +
+			"The operator bypasses the webhooks of the controllers it stops for the objects in flight, then updates every moved object " +
+			"in the target through them once (unlabelling); the baseline runs with no webhooks at all.",
+	}
+	for _, n := range r.sizes() {
+		for _, tool := range tools {
+			rs := r.of(n, tool)
+			if len(rs) == 0 {
+				continue
+			}
+			use := func(server string, f func(webhookUse) float64) func(*result) float64 {
+				return func(res *result) float64 { return f(res.webhooks[server]) }
+			}
+			calls := func(w webhookUse) float64 { return w.calls }
+			secs := func(w webhookUse) float64 { return w.seconds }
+			t.rows = append(t.rows, []string{fmt.Sprint(n), tool,
+				fmt.Sprintf("%.0f", medianOf(rs, use("source", calls))), fmt.Sprintf("%.1f", medianOf(rs, use("source", secs))),
+				fmt.Sprintf("%.0f", medianOf(rs, use("target", calls))), fmt.Sprintf("%.1f", medianOf(rs, use("target", secs))),
+				fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 {
+					return res.webhooks["source"].rejections + res.webhooks["target"].rejections
+				}))})
+		}
+	}
+	return t
+}
+
+var cpuColumns = []string{"source kube-apiserver", "source etcd", "target kube-apiserver", "target etcd", "others", "bench process", "operator"}
+
+// cpu is the CPU time each process spent during the moves.
+func (r *report) cpu() table {
+	t := table{
+		title:  "CPU seconds per process during the move (median)",
+		header: append(append([]string{"N", "mover"}, cpuColumns...), "all", "CPU ms/object", "wall s", "cores busy"),
+		note: "others: kube-controller-manager, kube-scheduler and kwok of both clusters. The bench process serves the providers' " +
+			"webhooks (for every mover's writes that go through them) and runs clusterctl's library and the baseline. " +
+			"cores busy is all CPU over the wall time, out of the machine's cores; other processes on the machine are not counted.",
+	}
+	cpuOf := func(res *result, column string) float64 {
+		if column == "others" {
+			return (res.cpu["source others"] + res.cpu["target others"]).Seconds()
+		}
+		return res.cpu[column].Seconds()
+	}
+	for _, n := range r.sizes() {
+		for _, tool := range tools {
+			rs := r.of(n, tool)
+			if len(rs) == 0 {
+				continue
+			}
+			row := []string{fmt.Sprint(n), tool}
+			for _, c := range cpuColumns {
+				row = append(row, fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 { return cpuOf(res, c) })))
+			}
+			all := func(res *result) float64 {
+				s := 0.0
+				for _, d := range res.cpu {
+					s += d.Seconds()
+				}
+				return s
+			}
+			row = append(row, fmt.Sprintf("%.1f", medianOf(rs, all)),
+				fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 { return all(res) * 1000 / float64(res.objects) })),
+				fmt.Sprintf("%.1f", medianOf(rs, wholeSeconds)),
+				fmt.Sprintf("%.2f", medianOf(rs, func(res *result) float64 { return all(res) / res.whole.Seconds() })))
+			t.rows = append(t.rows, row)
+		}
+	}
+	return t
+}
+
+// repetitions lists every move measured.
+func (r *report) repetitions() table {
+	t := table{
+		title: "Every move",
+		header: []string{"N", "repetition", "order", "mover", "objects", "whole move s", "copy s", "delete s",
+			"requests source", "requests target", "peak RSS MiB"},
+	}
+	rs := slices.Clone(r.results)
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].n != rs[j].n {
+			return rs[i].n < rs[j].n
+		}
+		if rs[i].rep != rs[j].rep {
+			return rs[i].rep < rs[j].rep
+		}
+		return rs[i].position < rs[j].position
+	})
+	for _, res := range rs {
+		rss := ""
+		if res.peakRSS > 0 {
+			rss = fmt.Sprintf("%.0f", peakRSSMiB(res))
+		}
+		t.rows = append(t.rows, []string{fmt.Sprint(res.n), fmt.Sprint(res.rep), fmt.Sprint(res.position), res.tool, fmt.Sprint(res.objects),
+			fmt.Sprintf("%.1f", res.whole.Seconds()), fmt.Sprintf("%.1f", res.copy.Seconds()), fmt.Sprintf("%.1f", res.delete.Seconds()),
+			fmt.Sprintf("%.0f", sourceRequests(res)), fmt.Sprintf("%.0f", targetRequests(res)), rss})
+	}
+	return t
+}
+
+func times(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", x)
+}
