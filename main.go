@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -130,7 +131,9 @@ func run(opts options) error {
 	// The source is read and written without a cache: a move reads each
 	// object once, and informers for every Cluster API kind would hold the
 	// whole management state in memory.
-	source, err := client.New(restConfig, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	sourceConfig := rest.CopyConfig(restConfig)
+	sourceConfig.WarningHandlerWithContext = remote.OnceEachWarning()
+	source, err := client.New(sourceConfig, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("building the source client: %w", err)
 	}

@@ -84,7 +84,10 @@ type MoveOperationReconciler struct {
 // SetupWithManager registers the reconciler with the manager.
 func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	if r.PollInterval == 0 {
-		r.PollInterval = 2 * time.Second
+		// Every provider stays stopped while the move waits for pods to go
+		// or to become Available: a second between looks costs a few cheap
+		// reads and keeps those waits short.
+		r.PollInterval = time.Second
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&movev1alpha1.MoveOperation{}).

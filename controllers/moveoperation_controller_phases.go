@@ -300,9 +300,13 @@ func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *s
 			s.waiting = "waiting: " + msg
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
-		if _, err := move.Label(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
+		began := time.Now()
+		labelled, err := move.Label(ctx, r.Source, plan, string(mo.UID), r.Move)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		log.FromContext(ctx).Info("labelled the objects to move through the providers' webhooks",
+			"objects", labelled, "duration", time.Since(began).Round(time.Millisecond).String())
 		run.labelled = true
 	}
 
@@ -409,14 +413,23 @@ func (r *MoveOperationReconciler) reconcileDeleting(ctx context.Context, s *scop
 	mo := s.mo
 	run := r.runFor(mo.UID)
 	if run.deletePlan == nil {
-		// Built from what is still in the source: after a restart, the
-		// objects already deleted are simply not in it.
-		plan, err := r.buildPlan(ctx, mo, true)
-		if err != nil {
-			return ctrl.Result{}, err
+		if run.copyPlan != nil && run.nextCopy == len(run.copyPlan.Groups) {
+			// This process copied every group of this plan just now, and
+			// nothing has written to the source since: its controllers
+			// are stopped and the copy only reads it. Reading every kind
+			// again would find the same objects.
+			run.deletePlan = run.copyPlan
+		} else {
+			// After a restart, built from what is still in the source:
+			// the objects already deleted are simply not in it.
+			plan, err := r.buildPlan(ctx, mo, true)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			run.deletePlan = plan
 		}
-		run.deletePlan = plan
-		run.nextDelete = len(plan.Groups) - 1
+		run.copier = nil
+		run.nextDelete = len(run.deletePlan.Groups) - 1
 	}
 	plan := run.deletePlan
 	progress := progressOf(mo, plan)
@@ -535,12 +548,16 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 		if err != nil {
 			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 		}
-		if _, err := move.Unlabel(ctx, c, ts, string(mo.UID), r.Move); err != nil {
+		began := time.Now()
+		unlabelled, err := move.Unlabel(ctx, c, ts, string(mo.UID), r.Move)
+		if err != nil {
 			// The label comes off through the real webhooks: a refusal here
 			// is a moved object that the provider finds invalid.
 			s.waiting = fmt.Sprintf("removing the %s label in the %s cluster failed, retrying: %v", movev1alpha1.OperationLabel, role, err)
 			return ctrl.Result{RequeueAfter: r.PollInterval}, false, nil
 		}
+		log.FromContext(ctx).Info("unlabelled the moved objects through the providers' webhooks",
+			"cluster", role, "objects", unlabelled, "duration", time.Since(began).Round(time.Millisecond).String())
 		if _, err := move.Unpause(ctx, c, ts, string(mo.UID), r.Move); err != nil {
 			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 		}

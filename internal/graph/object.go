@@ -82,6 +82,10 @@ type facts struct {
 	operation      string // value of movev1.OperationLabel
 	blockMove      bool
 	deleting       bool
+	finalizers     bool
+	// resourceVersion is the version read, so that a write planned from
+	// these facts can insist on finding the object as it was.
+	resourceVersion string
 
 	// Only for Clusters (selection and pause) and ClusterClasses (pause).
 	labels   map[string]string
@@ -112,6 +116,8 @@ func factsOf(obj client.Object, gk schema.GroupKind) facts {
 	annotations := obj.GetAnnotations()
 	_, f.blockMove = annotations[BlockMoveAnnotation]
 	f.deleting = obj.GetDeletionTimestamp() != nil
+	f.finalizers = len(obj.GetFinalizers()) > 0
+	f.resourceVersion = obj.GetResourceVersion()
 	f.pausedBy = annotations[movev1.PausedByAnnotation]
 	_, pausedAnnotation := annotations[PausedAnnotation]
 

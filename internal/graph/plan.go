@@ -66,6 +66,10 @@ type Object struct {
 	BlockMove bool
 	// Deleting is true when the object has a deletionTimestamp.
 	Deleting bool
+	// Finalizers is true when the object had finalizers.
+	Finalizers bool
+	// ResourceVersion is the object's resourceVersion when it was read.
+	ResourceVersion string
 }
 
 // ExclusionReason says why an object of the graph does not move.
@@ -501,13 +505,15 @@ func (s *selector) plan() *Plan {
 				InGlobalHierarchy: slices.ContainsFunc(n.tenants, func(t *node) bool {
 					return t.global() && s.moved[t] && t != n
 				}),
-				Delete:         s.kept[n] == "",
-				KeepReason:     s.kept[n],
-				OperationLabel: n.operation,
-				Paused:         n.paused,
-				PausedBy:       n.pausedBy,
-				BlockMove:      n.blockMove,
-				Deleting:       n.deleting,
+				Delete:          s.kept[n] == "",
+				KeepReason:      s.kept[n],
+				OperationLabel:  n.operation,
+				Paused:          n.paused,
+				PausedBy:        n.pausedBy,
+				BlockMove:       n.blockMove,
+				Deleting:        n.deleting,
+				Finalizers:      n.finalizers,
+				ResourceVersion: n.resourceVersion,
 			}
 			objects = append(objects, o)
 			p.byUID[n.ref.UID] = o

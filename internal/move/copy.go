@@ -254,7 +254,7 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	if src == nil {
 		src = &unstructured.Unstructured{}
 		src.SetGroupVersionKind(o.GVK)
-		if err := retry(ctx, func() error { return c.source.Get(ctx, o.Key(), src) }); err != nil {
+		if err := retry(ctx, func() error { return c.source.Get(ctx, o.Key(), src, readAtLeast(o.ResourceVersion)) }); err != nil {
 			return false, nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
 		}
 	}
@@ -329,6 +329,16 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		return created, &deferredOwners{object: o, targetUID: obj.GetUID(), refs: allOwnerRefs(obj, sameGroup)}, nil
 	}
 	return created, nil, nil
+}
+
+// readAtLeast asks a GET for the object as new as the plan saw it, or newer.
+// The API server then answers from its watch cache rather than with a
+// quorum read from etcd, which it does for a GET without a resourceVersion;
+// the object is the same, because the source's controllers are stopped and
+// the plan was read after they were. Without a resourceVersion (a plan
+// object not read from the cluster) it is a plain GET.
+func readAtLeast(resourceVersion string) client.GetOption {
+	return &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: resourceVersion}}
 }
 
 // reconciledStatus returns the status to give the target copy of a

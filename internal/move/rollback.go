@@ -75,7 +75,9 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 			if ref.GVK == namespaceGVK {
 				ok, err = deleteNamespace(ctx, target, ts, ref)
 			} else {
-				ok, err = deleteForMove(ctx, target, ref)
+				// Found by listing, without a resourceVersion to insist
+				// on: the long way, annotation and finalizers first.
+				ok, err = deleteForMove(ctx, target, &graph.Object{ObjectRef: ref})
 			}
 			if err != nil {
 				return fmt.Errorf("deleting %s from the target: %w", ref, err)

@@ -87,6 +87,7 @@ func (c *Clients) Get(ctx context.Context, namespace string, ref movev1alpha1.Se
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = c.QPS, c.Burst
+	cfg.WarningHandlerWithContext = OnceEachWarning()
 	cl, err := client.New(cfg, client.Options{Scheme: c.Scheme})
 	if err != nil {
 		return nil, fmt.Errorf("building a client for the target %s: %w", cfg.Host, err)

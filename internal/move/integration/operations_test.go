@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,6 +108,41 @@ func TestDeleteGroupDeletesAtOnceWithTheDeleteForMoveAnnotation(t *testing.T) {
 	if _, ok := last.Annotations[graph.DeleteForMoveAnnotation]; !ok || len(last.Finalizers) != 0 {
 		t.Errorf("deleted object had annotations %v and finalizers %v, want the delete-for-move annotation and none",
 			last.Annotations, last.Finalizers)
+	}
+}
+
+// An object planned without finalizers goes by its DELETE alone, on
+// condition that it is as the plan read it. One changed since (here given a
+// finalizer, which a DELETE alone would leave stuck in deletion) goes the
+// long way: annotated, finalizers dropped, deleted.
+func TestDeleteGroupTakesTheLongWayForAnObjectChangedSinceThePlan(t *testing.T) {
+	ctx := testContext(t)
+	source, _ := clients(t)
+	ns := namespace(t, "changed")
+	create(t, ctx, source, configMap(ns, "plain", forceMove), configMap(ns, "changed", forceMove))
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	if p.Len() != 2 {
+		t.Fatalf("plan holds %d objects, want the two ConfigMaps:\n%s", p.Len(), p)
+	}
+	changed := configMap(ns, "changed")
+	if err := source.Patch(ctx, changed, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/late"]}}`))); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = source.Patch(context.Background(), changed, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+
+	res, err := move.DeleteGroup(ctx, source, p, 0, move.Options{})
+	if err != nil {
+		t.Fatalf("DeleteGroup: %v", err)
+	}
+	if res.Deleted != 2 {
+		t.Errorf("DeleteGroup result %+v, want both deleted", res)
+	}
+	for _, name := range []string{"plain", "changed"} {
+		if got, err := get(ctx, source, configMapGVK, ns, name); err == nil {
+			t.Errorf("%s is still in the source: deletionTimestamp %v, finalizers %v", name, got.GetDeletionTimestamp(), got.GetFinalizers())
+		}
 	}
 }
 
