@@ -198,11 +198,16 @@ func (m *baselineMover) delete(ctx context.Context, o *unstructured.Unstructured
 	if o.GetNamespace() != m.f.namespace {
 		return nil
 	}
-	if err := m.src.Patch(ctx, o, deletePatch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+	// An object without finalizers goes in its DELETE alone, as the
+	// operator does it: there is no finalizer to drop, and nothing running
+	// to read the annotation.
+	if len(o.GetFinalizers()) > 0 {
+		if err := m.src.Patch(ctx, o, deletePatch); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("patching %s %s/%s in the source: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
-		return fmt.Errorf("patching %s %s/%s in the source: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 	}
 	if err := m.src.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s %s/%s from the source: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)

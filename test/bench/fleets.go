@@ -66,10 +66,13 @@ const fleetAttempts = 3
 // order they are to be moved: clusterctl first in odd repetitions, the
 // operator first in even ones, the baseline last. The fleets are created
 // one after the other: in parallel they overload the API server.
-func (c *clusters) createFleets(ctx context.Context, n, rep int, baseline bool) ([]benchFleet, error) {
+func (c *clusters) createFleets(ctx context.Context, n, rep int, clusterctl, baseline bool) ([]benchFleet, error) {
 	tools := []string{toolClusterctl, toolOperator}
 	if rep%2 == 0 {
 		tools = []string{toolOperator, toolClusterctl}
+	}
+	if !clusterctl {
+		tools = []string{toolOperator}
 	}
 	if baseline {
 		tools = append(tools, toolBaseline)

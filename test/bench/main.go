@@ -78,6 +78,15 @@ type options struct {
 	// skipBaseline leaves out the third fleet and its move, for quicker
 	// runs while comparing the two tools only.
 	skipBaseline bool
+	// skipClusterctl leaves out clusterctl's fleet and move, for quick
+	// measurements of the operator against its floor while changing it.
+	skipClusterctl bool
+	// keepLogs keeps the work directory, with every process's log, after
+	// a run that succeeded too.
+	keepLogs bool
+	// operatorFlags are more flags for the operator, such as
+	// --zap-log-level=debug to see every group's timing in its log.
+	operatorFlags []string
 	// profileDir, when set, receives CPU profiles of both kube-apiservers
 	// taken during every move.
 	profileDir string
@@ -102,6 +111,9 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", defaultConcurrency, "requests in flight per cluster, operator (--move-concurrency) and baseline")
 	fs.DurationVar(&o.moveTimeout, "move-timeout", 45*time.Minute, "fail a move that takes longer")
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
+	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
+	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
+	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -109,6 +121,7 @@ func parseOptions(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	o.operatorFlags = strings.Fields(*operatorFlags)
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -170,7 +183,10 @@ func run() int {
 	defer stop()
 	b := &bench{opts: opts, began: time.Now(), idle: map[int]map[string]float64{}}
 	err = b.run(ctx)
-	b.cleanup(err == nil)
+	b.cleanup(err == nil && !opts.keepLogs)
+	if err == nil && opts.keepLogs {
+		say("logs kept in %s", b.workDir)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "\nBENCH FAILED: %v\n", err)
 		if b.workDir != "" {
@@ -269,7 +285,7 @@ func (b *bench) runSize(ctx context.Context, n int) (err error) {
 	reps := b.opts.repetitions(n)
 	for rep := 1; rep <= reps; rep++ {
 		step("N=%d, repetition %d/%d: creating the fleets", n, rep, reps)
-		fleets, err := c.createFleets(ctx, n, rep, !b.opts.skipBaseline)
+		fleets, err := c.createFleets(ctx, n, rep, !b.opts.skipClusterctl, !b.opts.skipBaseline)
 		if err != nil {
 			return err
 		}

@@ -49,13 +49,13 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 		return nil, err
 	}
 	o := m.b.opts
-	cmd := exec.Command(m.b.manager,
-		"--leader-elect=false",
-		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address="+probeAddr,
-		"--kube-api-qps="+strconv.FormatFloat(o.qps, 'f', -1, 64),
-		"--kube-api-burst="+strconv.Itoa(o.burst),
-		"--move-concurrency="+strconv.Itoa(o.concurrency))
+	args := []string{"--leader-elect=false",
+		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
+		"--health-probe-bind-address=" + probeAddr,
+		"--kube-api-qps=" + strconv.FormatFloat(o.qps, 'f', -1, 64),
+		"--kube-api-burst=" + strconv.Itoa(o.burst),
+		"--move-concurrency=" + strconv.Itoa(o.concurrency)}
+	cmd := exec.Command(m.b.manager, append(args, o.operatorFlags...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.b.clusters.env.Source.KubeconfigPath)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The operator dies with the bench, however the bench ends.
