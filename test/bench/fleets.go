@@ -61,20 +61,32 @@ func fleetOptions(n int, namespace string) fleet.Options {
 // fresh namespace.
 const fleetAttempts = 3
 
+// movers says which movers a repetition runs, and where the baseline goes.
+type movers struct {
+	clusterctl, baseline bool
+	// baselineFirst moves the baseline's fleet before the others, while
+	// the source still holds every fleet, instead of last, when it holds
+	// only its own.
+	baselineFirst bool
+}
+
 // createFleets creates, in the source, one fleet per mover with identical
 // options but for the namespace and name prefix, and returns them in the
 // order they are to be moved: clusterctl first in odd repetitions, the
-// operator first in even ones, the baseline last. The fleets are created
-// one after the other: in parallel they overload the API server.
-func (c *clusters) createFleets(ctx context.Context, n, rep int, clusterctl, baseline bool) ([]benchFleet, error) {
+// operator first in even ones, the baseline last (or first). The fleets are
+// created one after the other: in parallel they overload the API server.
+func (c *clusters) createFleets(ctx context.Context, n, rep int, m movers) ([]benchFleet, error) {
 	tools := []string{toolClusterctl, toolOperator}
 	if rep%2 == 0 {
 		tools = []string{toolOperator, toolClusterctl}
 	}
-	if !clusterctl {
+	if !m.clusterctl {
 		tools = []string{toolOperator}
 	}
-	if baseline {
+	switch {
+	case m.baseline && m.baselineFirst:
+		tools = append([]string{toolBaseline}, tools...)
+	case m.baseline:
 		tools = append(tools, toolBaseline)
 	}
 	fleets := make([]benchFleet, len(tools))

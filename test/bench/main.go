@@ -81,6 +81,9 @@ type options struct {
 	// skipClusterctl leaves out clusterctl's fleet and move, for quick
 	// measurements of the operator against its floor while changing it.
 	skipClusterctl bool
+	// baselineFirst moves the baseline before the others in every
+	// repetition, while the source holds every fleet.
+	baselineFirst bool
 	// keepLogs keeps the work directory, with every process's log, after
 	// a run that succeeded too.
 	keepLogs bool
@@ -112,6 +115,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.moveTimeout, "move-timeout", 45*time.Minute, "fail a move that takes longer")
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
+	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it goes last otherwise)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
@@ -285,7 +289,9 @@ func (b *bench) runSize(ctx context.Context, n int) (err error) {
 	reps := b.opts.repetitions(n)
 	for rep := 1; rep <= reps; rep++ {
 		step("N=%d, repetition %d/%d: creating the fleets", n, rep, reps)
-		fleets, err := c.createFleets(ctx, n, rep, !b.opts.skipClusterctl, !b.opts.skipBaseline)
+		fleets, err := c.createFleets(ctx, n, rep, movers{
+			clusterctl: !b.opts.skipClusterctl, baseline: !b.opts.skipBaseline, baselineFirst: b.opts.baselineFirst,
+		})
 		if err != nil {
 			return err
 		}
