@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -40,19 +39,7 @@ func TestCopyReadsObjectsAtLeastAsNewAsThePlan(t *testing.T) {
 	})
 	target := fake.NewClientBuilder().Build()
 
-	g := graph.New(graph.NewTypes(graph.CoreTypes()...), nil)
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion("v1")
-	list.SetKind("ConfigMapList")
-	if err := source.List(ctx, list); err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		if err := g.Add(&list.Items[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	plan := g.Plan(graph.Selection{})
+	plan := configMapPlan(t, ctx, source)
 	if _, err := NewCopier(source, target, plan, "op", Options{}).CopyGroup(ctx, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -57,19 +57,7 @@ func TestDeleteGroupPatchesOnlyWhatHasFinalizers(t *testing.T) {
 	})
 
 	// The plan reads the objects as they are now, resourceVersions included.
-	g := graph.New(graph.NewTypes(graph.CoreTypes()...), nil)
-	list := &unstructured.UnstructuredList{}
-	list.SetAPIVersion("v1")
-	list.SetKind("ConfigMapList")
-	if err := source.List(ctx, list); err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		if err := g.Add(&list.Items[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	plan := g.Plan(graph.Selection{})
+	plan := configMapPlan(t, ctx, source)
 	for _, o := range plan.Objects() {
 		if !o.Delete || o.ResourceVersion == "" {
 			t.Fatalf("%s: Delete %v, resourceVersion %q; want a deleted object read with its resourceVersion", o, o.Delete, o.ResourceVersion)
@@ -120,4 +108,23 @@ func TestDeleteGroupPatchesOnlyWhatHasFinalizers(t *testing.T) {
 			t.Errorf("%s: %d DELETE requests, want %d", name, deletes[name], n)
 		}
 	}
+}
+
+// configMapPlan plans the move of every ConfigMap in c, read as the
+// discovery reads them: resourceVersions and finalizers included.
+func configMapPlan(t *testing.T, ctx context.Context, c client.Client) *graph.Plan {
+	t.Helper()
+	g := graph.New(graph.NewTypes(graph.CoreTypes()...), nil)
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("v1")
+	list.SetKind("ConfigMapList")
+	if err := c.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		if err := g.Add(&list.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g.Plan(graph.Selection{})
 }

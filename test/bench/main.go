@@ -49,9 +49,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/move-operator/move-operator/test/localcluster"
+	"github.com/move-operator/move-operator/test/testenv"
 )
-
-const modulePath = "github.com/move-operator/move-operator"
 
 // The operator's client settings by default, as main.go declares them
 // (--kube-api-qps, --kube-api-burst) and internal/move.DefaultConcurrency
@@ -221,7 +220,7 @@ type bench struct {
 
 func (b *bench) run(ctx context.Context) error {
 	var err error
-	if b.root, err = repositoryRoot(); err != nil {
+	if b.root, err = testenv.RepositoryRoot("make bench"); err != nil {
 		return err
 	}
 	if b.workDir, err = os.MkdirTemp("", "move-operator-bench-"); err != nil {
@@ -331,25 +330,6 @@ func build(ctx context.Context, root, out string) error {
 		return fmt.Errorf("go build -o %s .: %w\n%s", out, err, buf.String())
 	}
 	return nil
-}
-
-// repositoryRoot walks up from the working directory to this module's go.mod.
-func repositoryRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			bytes.Contains(data, []byte("module "+modulePath+"\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("run the benchmark from inside the %s repository (make bench)", modulePath)
-		}
-		dir = parent
-	}
 }
 
 func step(format string, args ...any) { say("\n==> "+format, args...) }

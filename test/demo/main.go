@@ -56,7 +56,6 @@ import (
 )
 
 const (
-	modulePath = "github.com/move-operator/move-operator"
 	samplePath = "config/samples/demo_moveoperation.yaml"
 	// secretName must match spec.target.kubeconfigSecretRef.name in the sample.
 	secretName = "target-kubeconfig"
@@ -124,7 +123,7 @@ func run() int {
 
 func (d *demo) run(ctx context.Context, keep bool) error {
 	var err error
-	if d.root, err = repositoryRoot(); err != nil {
+	if d.root, err = testenv.RepositoryRoot("make demo"); err != nil {
 		return err
 	}
 	if d.workDir, err = os.MkdirTemp("", "move-operator-demo-"); err != nil {
@@ -582,22 +581,3 @@ func printConditions(mo *movev1alpha1.MoveOperation) {
 func step(title string) { say("\n==> %s", title) }
 
 func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
-
-// repositoryRoot walks up from the working directory to this module's go.mod.
-func repositoryRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			bytes.Contains(data, []byte("module "+modulePath+"\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("run the demo from inside the %s repository (make demo)", modulePath)
-		}
-		dir = parent
-	}
-}
