@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -24,6 +25,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/controllers"
+	"github.com/move-operator/move-operator/internal/claim"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -51,6 +53,7 @@ type options struct {
 	burst                   int
 	moveConcurrency         int
 	operatorDeployment      string
+	claimNamespace          string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -75,6 +78,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst of requests above kube-api-qps to each cluster's API server.")
 	fs.IntVar(&o.moveConcurrency, "move-concurrency", move.DefaultConcurrency,
 		"Requests in flight to one cluster while copying, labelling or deleting objects.")
+	fs.StringVar(&o.claimNamespace, "claim-namespace", "",
+		"Namespace of the Lease that lets one MoveOperation at a time move this cluster; defaults to the leader election namespace, else the namespace the manager runs in, else \"default\".")
 	fs.StringVar(&o.operatorDeployment, "operator-deployment", "",
 		"namespace/name of the operator's own Deployment, never scaled down even when it matches the controllers selector.")
 }
@@ -82,7 +87,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 func main() {
 	var opts options
 	opts.bind(flag.CommandLine)
-	zapOpts := zap.Options{Development: false}
+	// No stack traces below panic: an error of a stuck move is one line with
+	// its reason, logged once (see the reconciler), not a trace per retry.
+	zapOpts := zap.Options{Development: false, StacktraceLevel: zapcore.PanicLevel}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -151,8 +158,9 @@ func run(opts options) error {
 			Reader: mgr.GetAPIReader(), Scheme: scheme,
 			QPS: float32(opts.qps), Burst: opts.burst,
 		},
-		Self: self,
-		Move: move.Options{Concurrency: opts.moveConcurrency},
+		Claim: types.NamespacedName{Namespace: claimNamespace(opts), Name: claim.DefaultName},
+		Self:  self,
+		Move:  move.Options{Concurrency: opts.moveConcurrency},
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
 		return err
 	}
@@ -166,6 +174,23 @@ func run(opts options) error {
 
 	setupLog.Info("starting manager", "operatorDeployment", self.String(), "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// inClusterNamespaceFile holds the namespace of a pod's ServiceAccount.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// claimNamespace is where the claim Lease lives: beside the leader election
+// Lease, which the installer's Role already lets the manager write.
+func claimNamespace(opts options) string {
+	for _, ns := range []string{opts.claimNamespace, opts.leaderElectionNamespace} {
+		if ns != "" {
+			return ns
+		}
+	}
+	if b, err := os.ReadFile(inClusterNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
 }
 
 func parseNamespacedName(s string) (types.NamespacedName, error) {

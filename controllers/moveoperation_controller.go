@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/claim"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -38,12 +41,16 @@ type MoveOperationReconciler struct {
 	// every kind in memory.
 	Source client.Client
 	// APIReader reads Secrets without a cache, so the operator needs only
-	// "get" on the Secrets it is pointed at.
+	// "get" on the Secrets it is pointed at, and the MoveOperation holding
+	// the claim, which must not be judged from a stale cache.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	// Targets builds and caches target clients from kubeconfig Secrets.
 	Targets *remote.Clients
+	// Claim is the Lease that lets one MoveOperation at a time move this
+	// source cluster. Default: claim.DefaultName in namespace "default".
+	Claim types.NamespacedName
 	// Self is the operator's own Deployment, never scaled down, even when it
 	// matches the controllers selector.
 	Self types.NamespacedName
@@ -51,6 +58,10 @@ type MoveOperationReconciler struct {
 	Move move.Options
 	// PollInterval is how often a wait (for pods, for block-move) looks again.
 	PollInterval time.Duration
+
+	// lastErrors holds, per MoveOperation, the last error reported, so that
+	// each distinct error is logged once, not on every retry.
+	lastErrors sync.Map
 
 	// runs caches, per MoveOperation UID, what is costly to rebuild on every
 	// reconcile (the plan, the copier). Losing it costs time, never safety.
@@ -80,6 +91,13 @@ type MoveOperationReconciler struct {
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list
 // +kubebuilder:rbac:groups=cluster.x-k8s.io;infrastructure.cluster.x-k8s.io;bootstrap.cluster.x-k8s.io;controlplane.cluster.x-k8s.io;addons.cluster.x-k8s.io;ipam.cluster.x-k8s.io;runtime.cluster.x-k8s.io,resources=*,verbs=get;list;patch;update;delete
 // +kubebuilder:rbac:groups=clusterctl.cluster.x-k8s.io,resources=providers,verbs=get;list
+//
+// The webhook bypass is scoped to the operator's own username, which it
+// learns from the API server.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
+//
+// The claim Lease lives in the manager's namespace, beside the leader
+// election Lease: the leader election Role grants it there.
 
 // SetupWithManager registers the reconciler with the manager.
 func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
@@ -89,6 +107,12 @@ func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		// reads and keeps those waits short.
 		r.PollInterval = time.Second
 	}
+	if r.Claim.Name == "" {
+		r.Claim.Name = claim.DefaultName
+	}
+	if r.Claim.Namespace == "" {
+		r.Claim.Namespace = metav1.NamespaceDefault
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&movev1alpha1.MoveOperation{}).
 		WithOptions(options).
@@ -97,7 +121,28 @@ func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options con
 
 // Reconcile moves a MoveOperation one durable step forward, then writes its
 // status, so that a restarted operator re-enters the step it was in.
-func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+//
+// An error is retried with the controller's backoff like any returned error,
+// but reported here, once per distinct error in a row: controller-runtime
+// would log it with a stack trace on every retry, which buries the one line
+// a user of a stuck move needs.
+func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if err == nil {
+		r.lastErrors.Delete(req.NamespacedName)
+		return res, nil
+	}
+	msg := err.Error()
+	if last, seen := r.lastErrors.Swap(req.NamespacedName, msg); !seen || last.(string) != msg {
+		log.FromContext(ctx).Info("retrying after an error", "error", msg)
+	} else {
+		log.FromContext(ctx).V(1).Info("retrying after the same error", "error", msg)
+	}
+	// Requeue (without an error) backs off exactly as an error would.
+	return ctrl.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue is what we want, without controller-runtime's log line
+}
+
+func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	mo := &movev1alpha1.MoveOperation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mo); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -138,6 +183,13 @@ func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return
 		}
 		r.recordTransitions(ctx, s)
+		if phaseOf(mo).IsTerminal() {
+			// Only once the end is written: released earlier, the claim
+			// could go to another move while this one still restores.
+			if err := r.releaseClaim(ctx, mo); err != nil {
+				retErr = kerrors.NewAggregate([]error{retErr, err})
+			}
+		}
 		if s.removeFinalizer {
 			if err := r.removeFinalizer(ctx, mo); err != nil {
 				retErr = kerrors.NewAggregate([]error{retErr, err})
@@ -159,6 +211,9 @@ func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope)
 	switch phaseOf(mo) {
 	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseDone, movev1alpha1.PhaseFailed:
 		// Nothing written yet, or the move has settled.
+		if err := r.releaseClaim(ctx, mo); err != nil {
+			return ctrl.Result{}, err
+		}
 		s.removeFinalizer = true
 		r.runs.Delete(mo.UID)
 		return ctrl.Result{}, nil
@@ -210,9 +265,71 @@ func (r *MoveOperationReconciler) recordTransitions(ctx context.Context, s *scop
 			eventType, reason = "Warning", s.mo.Status.FailureReason
 			note = fmt.Sprintf("phase %s: %s", t.to, s.mo.Status.FailureMessage)
 		}
-		if r.Recorder != nil {
-			r.Recorder.Eventf(s.mo, nil, eventType, reason, string(t.to), "%s", note)
-		}
+		r.event(s.mo, eventType, reason, string(t.to), note)
 		log.FromContext(ctx).Info("entered phase", "from", t.from, "to", t.to)
 	}
+}
+
+// maxEventNote is the most an event's note may hold: the API server refuses
+// an event with a longer one, and the event would be lost.
+const maxEventNote = 1024
+
+// event records an event, its note cut to what the API server accepts; the
+// whole message stays in the status.
+func (r *MoveOperationReconciler) event(mo *movev1alpha1.MoveOperation, eventType, reason, action, note string) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(mo, nil, eventType, reason, action, "%s", eventNote(note))
+}
+
+// eventNote shortens a note to maxEventNote bytes, on a character boundary,
+// saying where the rest is.
+func eventNote(note string) string {
+	if len(note) <= maxEventNote {
+		return note
+	}
+	const more = " ... (cut; the whole message is in the MoveOperation's status)"
+	cut := maxEventNote - len(more)
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + more
+}
+
+// claimLock is the claim on the source cluster.
+func (r *MoveOperationReconciler) claimLock() claim.Lock {
+	return claim.Lock{Client: r.Source, Key: r.Claim}
+}
+
+func holderOf(mo *movev1alpha1.MoveOperation) claim.Holder {
+	return claim.Holder{Namespace: mo.Namespace, Name: mo.Name, UID: mo.UID}
+}
+
+// acquireClaim takes the claim on the source cluster for mo, and returns who
+// holds it: mo itself when it may move.
+func (r *MoveOperationReconciler) acquireClaim(ctx context.Context, mo *movev1alpha1.MoveOperation) (claim.Holder, error) {
+	return r.claimLock().Acquire(ctx, holderOf(mo), r.stillMoving)
+}
+
+// releaseClaim gives up mo's claim, if it holds it; a dry run never does.
+func (r *MoveOperationReconciler) releaseClaim(ctx context.Context, mo *movev1alpha1.MoveOperation) error {
+	if mo.Spec.DryRun {
+		return nil
+	}
+	return r.claimLock().Release(ctx, holderOf(mo))
+}
+
+// stillMoving reports whether the MoveOperation holding the claim exists and
+// has not ended. It reads the API server, not the cache: a cache that has
+// not seen the holder yet must not hand its claim to somebody else.
+func (r *MoveOperationReconciler) stillMoving(ctx context.Context, h claim.Holder) (bool, error) {
+	mo := &movev1alpha1.MoveOperation{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: h.Name}, mo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return mo.UID == h.UID && !phaseOf(mo).IsTerminal(), nil
 }

@@ -46,9 +46,9 @@ func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) 
 	}
 	phase := phaseOf(s.mo)
 	fn, ok := phases[phase]
-	if !ok { // Done and Failed: nothing left to do.
+	if !ok { // Done and Failed: nothing left to do but give up the claim.
 		r.runs.Delete(s.mo.UID)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.releaseClaim(ctx, s.mo)
 	}
 	res, err := fn(ctx, s)
 	if err != nil {
@@ -63,51 +63,29 @@ func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) 
 	return res, nil
 }
 
-// reconcilePending starts the move unless another MoveOperation is moving
-// this source cluster; a dry run never waits, since it writes nothing.
+// reconcilePending starts the move once it holds the claim on the source
+// cluster, so that one MoveOperation at a time moves it; a dry run never
+// waits, since it writes nothing.
 func (r *MoveOperationReconciler) reconcilePending(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
 	if len(mo.Status.PhaseTransitions) == 0 {
 		s.enter(movev1alpha1.PhasePending)
 	}
 	if !mo.Spec.DryRun {
-		blocker, err := r.activeOperation(ctx, mo)
+		// An atomic claim, not a look at the other MoveOperations: a cache
+		// may not show yet that another one has just started.
+		holder, err := r.acquireClaim(ctx, mo)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if blocker != "" {
-			s.waiting = fmt.Sprintf("MoveOperation %s is moving this cluster; this one starts when it has ended", blocker)
+		if holder.UID != mo.UID {
+			s.waiting = fmt.Sprintf("MoveOperation %s is moving this cluster; this one starts when it has ended", holder)
 			return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 		}
 	}
 	mo.Status.StartTime = ptrTime(time.Now())
 	s.enter(movev1alpha1.PhaseValidating)
 	return ctrl.Result{}, nil
-}
-
-// activeOperation names the MoveOperation this one must wait for: one that
-// has started and not ended, or an older one also waiting to start.
-func (r *MoveOperationReconciler) activeOperation(ctx context.Context, mo *movev1alpha1.MoveOperation) (string, error) {
-	list := &movev1alpha1.MoveOperationList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		return "", fmt.Errorf("listing MoveOperations: %w", err)
-	}
-	older := func(a, b *movev1alpha1.MoveOperation) bool {
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	}
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.UID == mo.UID || other.Spec.DryRun || phaseOf(other).IsTerminal() {
-			continue
-		}
-		if phaseOf(other) != movev1alpha1.PhasePending || older(other, mo) {
-			return other.Namespace + "/" + other.Name, nil
-		}
-	}
-	return "", nil
 }
 
 // reconcileValidating checks everything that can be checked before writing:
@@ -213,6 +191,14 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w))
 		}
 	}
+	warnings, err := r.accessWarnings(ctx, target)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, w := range warnings {
+		plan.Warnings = append(plan.Warnings, w.message)
+		r.event(mo, "Warning", w.reason, string(movev1alpha1.PhaseValidating), w.message)
+	}
 	mo.Status.Plan = plan.Summary()
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
 	r.runFor(mo.UID).reset()
@@ -223,6 +209,32 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 	}
 	s.enter(movev1alpha1.PhaseRecording)
 	return ctrl.Result{}, nil
+}
+
+type warning struct{ reason, message string }
+
+// accessWarnings says what in the way the operator reaches the clusters a
+// user should know, without stopping the move: a target whose certificate is
+// not verified, and identities that others may share (every request made
+// with the operator's identity skips the stopped providers' webhooks).
+func (r *MoveOperationReconciler) accessWarnings(ctx context.Context, target *remote.Target) ([]warning, error) {
+	var out []warning
+	if target.Insecure {
+		out = append(out, warning{movev1alpha1.ReasonInsecureTarget, fmt.Sprintf(
+			"the target kubeconfig sets insecure-skip-tls-verify: the operator does not verify that %s is the target, so whoever answers there receives the moved Secrets; put the target's CA in certificate-authority-data", target.Server)})
+	}
+	for _, c := range r.clusters(target) {
+		who, err := quiesce.WhoAmI(ctx, c.client)
+		if err != nil {
+			return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		if who.Shared() {
+			out = append(out, warning{movev1alpha1.ReasonSharedIdentity, fmt.Sprintf(
+				"%s cluster: the operator acts as %q, which is not a ServiceAccount; while the move runs every request made as %q skips the stopped providers' webhooks, so anyone else using it can write objects they would refuse; give the operator a dedicated ServiceAccount there",
+				c.role, who.Username, who.Username)})
+		}
+	}
+	return out, nil
 }
 
 // reconcileRecording saves the replica count of every controller in both
@@ -268,6 +280,15 @@ func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *s
 		return res, nil
 	}
 	run := r.runFor(mo.UID)
+	if !run.bypassed {
+		// First of all, before any write to a Cluster API object: a provider
+		// that is down already (scaled to zero before the move) refuses the
+		// pause and the label otherwise, and would strand the move here.
+		if err := r.installBypass(ctx, s, target); err != nil {
+			return ctrl.Result{}, err
+		}
+		run.bypassed = true
+	}
 	if run.labelPlan == nil {
 		plan, err := r.buildPlan(ctx, mo, false)
 		if err != nil {
@@ -313,13 +334,6 @@ func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *s
 	remaining := map[string]int{}
 	for _, c := range r.clusters(target) {
 		controllers := r.recordedControllers(s, c.role)
-		wh, err := r.webhooksOf(ctx, s, c.client, c.role)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := quiesce.InstallBypass(ctx, c.client, wh.Served); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
-		}
 		if err := quiesce.ScaleDown(ctx, c.client, controllers); err != nil {
 			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
 		}
@@ -520,7 +534,8 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 		return ctrl.Result{}, false, err
 	}
 	fallback := ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1)
-	if _, err := quiesce.Restore(ctx, c, controllers, fallback); err != nil {
+	restored, err := quiesce.Restore(ctx, c, controllers, fallback)
+	if err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	unavailable, err := quiesce.Unavailable(ctx, c, controllers)
@@ -540,8 +555,11 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 		}
 		return ctrl.Result{RequeueAfter: r.PollInterval}, false, nil
 	}
-	if err := quiesce.RemoveBypass(ctx, c); err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+	// The webhooks of the providers running again check what follows; those
+	// of a provider that stays at zero (as the user left it) are down, and
+	// keep letting the operator through until the last step.
+	if err := r.removeBypassOfRunning(ctx, c, role, restored); err != nil {
+		return ctrl.Result{}, false, err
 	}
 	if unlabel {
 		ts, err := graph.DiscoverTypes(ctx, c)
@@ -562,10 +580,54 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 		}
 	}
+	if err := quiesce.RemoveBypass(ctx, c); err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+	}
 	if err := quiesce.Forget(ctx, c, controllers); err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	return ctrl.Result{}, true, nil
+}
+
+// installBypass lets the operator's own requests past the webhooks served
+// by the controllers this move stops, in both clusters.
+func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, target *remote.Target) error {
+	for _, c := range r.clusters(target) {
+		who, err := quiesce.WhoAmI(ctx, c.client)
+		if err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+		if err != nil {
+			return err
+		}
+		if err := quiesce.InstallBypass(ctx, c.client, wh.Served, who.Username); err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+	}
+	return nil
+}
+
+// removeBypassOfRunning removes the bypass from the webhooks served by the
+// restored controllers that run (replicas above zero).
+func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c client.Client, role movev1alpha1.ClusterRole, restored []quiesce.Controller) error {
+	var running []quiesce.Controller
+	for _, ctrl := range restored {
+		if ctrl.Replicas > 0 {
+			running = append(running, ctrl)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	wh, err := quiesce.FindWebhooks(ctx, c, running)
+	if err != nil {
+		return fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if err := quiesce.RemoveBypassFrom(ctx, c, wh.Served); err != nil {
+		return fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return nil
 }
 
 // controllersToRestore returns the controllers of one cluster that this

@@ -12,6 +12,10 @@ import (
 // of it can be rebuilt from the clusters: a restarted operator starts with
 // an empty run and reaches the same result.
 type run struct {
+	// bypassed is set once ScalingDown installed the webhook bypass in both
+	// clusters (installing it again is harmless).
+	bypassed bool
+
 	// labelPlan is the plan ScalingDown pauses and labels.
 	labelPlan *graph.Plan
 	// labelled is set once every object of labelPlan carries the label.

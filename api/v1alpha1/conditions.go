@@ -103,4 +103,13 @@ const (
 	ReasonRollbackFailed = "RollbackFailed"
 	// ReasonFailed: the move failed; failureReason and failureMessage say why.
 	ReasonFailed = "Failed"
+
+	// Reasons of Warning events and plan warnings that do not stop a move.
+
+	// ReasonInsecureTarget: the target kubeconfig skips TLS verification.
+	ReasonInsecureTarget = "InsecureTarget"
+	// ReasonSharedIdentity: the operator's identity in a cluster is not a
+	// ServiceAccount, so others may use it, and their writes skip the stopped
+	// providers' webhooks during the move as the operator's do.
+	ReasonSharedIdentity = "SharedIdentity"
 )

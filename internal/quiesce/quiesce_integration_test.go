@@ -128,10 +128,21 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 		_ = quiesce.Forget(ctx, c, controllers)
 	})
 
-	g.Expect(quiesce.InstallBypass(ctx, c, wh.Served)).To(Succeed())
+	// The operator has an identity of its own; the test writes as admin.
+	opConfig, _, err := m.AddUser("quiesce-operator")
+	g.Expect(err).NotTo(HaveOccurred())
+	op, err := client.New(opConfig, client.Options{Scheme: c.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	who, err := quiesce.WhoAmI(ctx, op)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(who.Username).To(Equal("quiesce-operator"))
+	g.Expect(who.Shared()).To(BeTrue(), "a certificate user is not a ServiceAccount: others may use it")
+
+	g.Expect(quiesce.InstallBypass(ctx, op, wh.Served, who.Username)).To(Succeed())
 	installed := webhookState(ctx, g, c)
-	g.Expect(quiesce.InstallBypass(ctx, c, wh.Served)).To(Succeed())
+	g.Expect(quiesce.InstallBypass(ctx, op, wh.Served, who.Username)).To(Succeed())
 	g.Expect(webhookState(ctx, g, c)).To(Equal(installed), "installing the bypass twice changes nothing")
+	g.Expect(installed).NotTo(Equal(webhooksBefore))
 
 	g.Expect(quiesce.ScaleDown(ctx, c, recorded)).To(Succeed())
 	g.Eventually(func() (map[types.NamespacedName]int, error) {
@@ -147,16 +158,26 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 	}
 
 	ns := testenv.NewNamespace(t, m, "bypass")
-	inFlight := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{
-		Namespace: ns, Name: "in-flight", Labels: map[string]string{movev1alpha1.OperationLabel: "op-uid"},
-	}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
-	g.Expect(c.Create(ctx, inFlight)).To(Succeed(), "an object in flight skips the webhooks that are down")
-	other := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-in-flight"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	inFlight := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "in-flight"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	g.Expect(op.Create(ctx, inFlight)).To(Succeed(), "the operator's writes skip the webhooks that are down")
+	g.Expect(op.Patch(ctx, inFlight, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`)))).To(Succeed())
+	other := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-the-operator"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
 	err = c.Create(ctx, other)
-	g.Expect(err).To(HaveOccurred(), "any other object still meets the webhooks, which are down")
+	g.Expect(err).To(HaveOccurred(), "anyone else's write still meets the webhooks, which are down")
 	g.Expect(err.Error()).To(ContainSubstring("connection refused"))
+	err = c.Patch(ctx, inFlight, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"c":"d"}}}`)))
+	g.Expect(err).To(HaveOccurred(), "anyone else's update of the operator's object meets the webhooks too")
+	g.Expect(op.Delete(ctx, inFlight)).To(Succeed(), "a DELETE (object null) passes the condition without error")
 
-	g.Expect(quiesce.RemoveBypass(ctx, c)).To(Succeed())
+	// Meanwhile somebody rotates a caBundle and adds a condition of their own:
+	// removing the bypass keeps both.
+	validating := firstValidating(g, wh.Served)
+	rotated := rotateAndAddCondition(ctx, g, c, validating)
+	g.Expect(quiesce.RemoveBypass(ctx, op)).To(Succeed())
+	afterRotation := webhookState(ctx, g, c)
+	g.Expect(afterRotation[rotated.key]).To(ContainSubstring(rotated.caBundle), "a caBundle rotated meanwhile is kept")
+	g.Expect(afterRotation[rotated.key]).To(ContainSubstring("someone-else"), "others' match conditions are kept")
+	undoRotation(ctx, g, c, validating, rotated)
 	if diff := cmp.Diff(webhooksBefore, webhookState(ctx, g, c)); diff != "" {
 		t.Fatalf("webhook configurations differ from before the bypass (-before +after):\n%s", diff)
 	}
@@ -237,4 +258,48 @@ func scale(ctx context.Context, g Gomega, c client.Client, key types.NamespacedN
 	patch := client.MergeFrom(d.DeepCopy())
 	d.Spec.Replicas = ptr.To(n)
 	g.Expect(c.Patch(ctx, d, patch)).To(Succeed())
+}
+
+type rotation struct{ key, caBundle string }
+
+func firstValidating(g Gomega, refs []quiesce.WebhookRef) quiesce.WebhookRef {
+	for _, r := range refs {
+		if r.Kind == quiesce.Validating {
+			return r
+		}
+	}
+	g.Expect(refs).To(ContainElement(HaveField("Kind", quiesce.Validating)), "a provider serves a validating webhook")
+	return quiesce.WebhookRef{}
+}
+
+// rotateAndAddCondition changes what a certificate rotation and another
+// tool would change on the configuration of ref while the bypass is in place.
+func rotateAndAddCondition(ctx context.Context, g Gomega, c client.Client, ref quiesce.WebhookRef) rotation {
+	g.Expect(ref.Kind).To(Equal(quiesce.Validating), "the test rotates a validating configuration")
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Name: ref.Configuration}, cfg)).To(Succeed())
+	before := cfg.Webhooks[0].ClientConfig.CABundle
+	cfg.Webhooks[0].ClientConfig.CABundle = append(append([]byte{}, before...), []byte("\n")...)
+	cfg.Webhooks[0].MatchConditions = append(cfg.Webhooks[0].MatchConditions, admissionregistrationv1.MatchCondition{
+		Name: "someone-else", Expression: "true",
+	})
+	g.Expect(c.Update(ctx, cfg)).To(Succeed())
+	b, err := json.Marshal(cfg.Webhooks[0].ClientConfig.CABundle)
+	g.Expect(err).NotTo(HaveOccurred())
+	return rotation{key: "validating/" + ref.Configuration, caBundle: string(b)}
+}
+
+func undoRotation(ctx context.Context, g Gomega, c client.Client, ref quiesce.WebhookRef, _ rotation) {
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Name: ref.Configuration}, cfg)).To(Succeed())
+	w := &cfg.Webhooks[0]
+	w.ClientConfig.CABundle = w.ClientConfig.CABundle[:len(w.ClientConfig.CABundle)-1]
+	var kept []admissionregistrationv1.MatchCondition
+	for _, mc := range w.MatchConditions {
+		if mc.Name != "someone-else" {
+			kept = append(kept, mc)
+		}
+	}
+	w.MatchConditions = kept
+	g.Expect(c.Update(ctx, cfg)).To(Succeed())
 }

@@ -3,8 +3,10 @@ package quiesce
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
@@ -52,9 +55,10 @@ type Webhooks struct {
 // webhookEntry is what this package reads and writes of a webhook, common to
 // the validating and mutating types.
 type webhookEntry struct {
-	name           string
-	clientConfig   *admissionregistrationv1.WebhookClientConfig
-	objectSelector **metav1.LabelSelector
+	name            string
+	clientConfig    *admissionregistrationv1.WebhookClientConfig
+	objectSelector  **metav1.LabelSelector
+	matchConditions *[]admissionregistrationv1.MatchCondition
 }
 
 // configuration is a validating or mutating webhook configuration, seen
@@ -88,7 +92,7 @@ func validatingConfiguration(o *admissionregistrationv1.ValidatingWebhookConfigu
 	cfg := configuration{kind: Validating, object: o}
 	for i := range o.Webhooks {
 		w := &o.Webhooks[i]
-		cfg.entries = append(cfg.entries, webhookEntry{name: w.Name, clientConfig: &w.ClientConfig, objectSelector: &w.ObjectSelector})
+		cfg.entries = append(cfg.entries, webhookEntry{name: w.Name, clientConfig: &w.ClientConfig, objectSelector: &w.ObjectSelector, matchConditions: &w.MatchConditions})
 	}
 	return cfg
 }
@@ -97,7 +101,7 @@ func mutatingConfiguration(o *admissionregistrationv1.MutatingWebhookConfigurati
 	cfg := configuration{kind: Mutating, object: o}
 	for i := range o.Webhooks {
 		w := &o.Webhooks[i]
-		cfg.entries = append(cfg.entries, webhookEntry{name: w.Name, clientConfig: &w.ClientConfig, objectSelector: &w.ObjectSelector})
+		cfg.entries = append(cfg.entries, webhookEntry{name: w.Name, clientConfig: &w.ClientConfig, objectSelector: &w.ObjectSelector, matchConditions: &w.MatchConditions})
 	}
 	return cfg
 }
@@ -185,90 +189,187 @@ func sortRefs(refs []WebhookRef) {
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 }
 
-// InstallBypass adds to each given webhook's objectSelector the requirement
-// that objects do not carry the operation label, so the objects in flight are
-// admitted while the webhooks' servers are down, and every other write still
-// meets the webhooks. Each configuration's original selectors are saved in
-// the same update, and never overwritten once saved.
-func InstallBypass(ctx context.Context, c client.Client, refs []WebhookRef) error {
+// BypassConditionName names the match condition InstallBypass adds to a
+// webhook. The condition is its own record: RemoveBypass finds and removes
+// exactly the conditions of this name, whatever else changed meanwhile.
+const BypassConditionName = "move.cluster.x-k8s.io/operator-bypass"
+
+// maxMatchConditions is the API server's limit of match conditions per webhook.
+const maxMatchConditions = 64
+
+// BypassExpression is the CEL expression of the bypass for one identity: true
+// (call the webhook) for every request but the operator's own. It reads only
+// request.userInfo, so it never errors, not even on DELETE, where object is
+// null.
+func BypassExpression(username string) string {
+	return "request.userInfo.username != " + strconv.Quote(username)
+}
+
+// InstallBypass adds to each given webhook a match condition that is false
+// for requests of username, so the API server skips the webhook for the
+// operator's own requests, and only those: a skipped webhook is never called,
+// so its stopped server does not matter, and everyone else's writes still
+// meet it (and are refused while it is down). Match conditions are ANDed, so
+// the webhook sees exactly what it saw before, less the operator's requests.
+// A webhook that already holds the condition for another username (a move
+// made with another identity that did not restore) gets this one instead.
+func InstallBypass(ctx context.Context, c client.Client, refs []WebhookRef, username string) error {
+	if username == "" {
+		return errors.New("installing the webhook bypass: the operator's username is unknown")
+	}
+	want := admissionregistrationv1.MatchCondition{Name: BypassConditionName, Expression: BypassExpression(username)}
 	for _, group := range groupByConfiguration(refs) {
-		cfg, err := getConfiguration(ctx, c, group.kind, group.name)
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			cfg, err := getConfiguration(ctx, c, group.kind, group.name)
+			if err != nil {
+				return err
+			}
+			changed := false
+			for _, e := range cfg.entries {
+				if !group.webhooks[e.name] {
+					continue
+				}
+				ok, err := withCondition(e.matchConditions, want)
+				if err != nil {
+					return fmt.Errorf("%s %s: webhook %s: %w", group.kind, group.name, e.name, err)
+				}
+				changed = changed || ok
+			}
+			if !changed {
+				return nil
+			}
+			return c.Update(ctx, cfg.object)
+		})
+		if apierrors.IsNotFound(err) {
+			continue // removed meanwhile: nothing to bypass
+		}
 		if err != nil {
-			if apierrors.IsNotFound(err) {
-				continue // removed meanwhile: nothing to bypass
-			}
-			return fmt.Errorf("getting %s %s: %w", group.kind, group.name, err)
-		}
-		saved, err := savedSelectors(cfg.object)
-		if err != nil {
-			return err
-		}
-		if saved == nil {
-			saved = map[string]*metav1.LabelSelector{}
-		}
-		changed := false
-		for _, e := range cfg.entries {
-			if !group.webhooks[e.name] {
-				continue
-			}
-			if _, ok := saved[e.name]; !ok {
-				// Save before changing: what is saved is always the selector
-				// the webhook had before this operator touched it.
-				saved[e.name] = (*e.objectSelector).DeepCopy()
-				changed = true
-			}
-			if !HasBypass(*e.objectSelector) {
-				*e.objectSelector = WithBypass(*e.objectSelector)
-				changed = true
-			}
-		}
-		if !changed {
-			continue
-		}
-		if err := setSavedSelectors(cfg.object, saved); err != nil {
-			return err
-		}
-		if err := c.Update(ctx, cfg.object); err != nil {
 			return fmt.Errorf("installing the webhook bypass on %s %s: %w", group.kind, group.name, err)
 		}
 	}
 	return nil
 }
 
-// RemoveBypass puts back the saved objectSelector of every webhook in every
-// configuration that holds saved selectors, and drops the saved copy. Only
-// the selectors are restored: any other change made meanwhile (a rotated
-// caBundle, say) is kept.
+// withCondition puts want among conds, replacing a condition of the same
+// name, and reports whether conds changed.
+func withCondition(conds *[]admissionregistrationv1.MatchCondition, want admissionregistrationv1.MatchCondition) (bool, error) {
+	for i := range *conds {
+		if (*conds)[i].Name == want.Name {
+			if (*conds)[i].Expression == want.Expression {
+				return false, nil
+			}
+			(*conds)[i].Expression = want.Expression
+			return true, nil
+		}
+	}
+	if len(*conds) >= maxMatchConditions {
+		return false, fmt.Errorf("already holds %d match conditions, the most the API server allows, so the move cannot bypass it; remove one, or scale its provider down by hand and create the objects another way", len(*conds))
+	}
+	*conds = append(*conds, want)
+	return true, nil
+}
+
+// RemoveBypass removes the bypass condition from every webhook of the
+// cluster, and puts back the objectSelectors saved by earlier versions of the
+// operator (which bypassed by label). Nothing else is touched: a caBundle
+// rotated meanwhile, others' match conditions and selectors stay as they are.
 func RemoveBypass(ctx context.Context, c client.Client) error {
+	return removeBypass(ctx, c, nil)
+}
+
+// RemoveBypassFrom removes the bypass condition from the given webhooks only:
+// those whose servers are running again, while the webhooks of providers
+// that stay stopped keep letting the operator through.
+func RemoveBypassFrom(ctx context.Context, c client.Client, refs []WebhookRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	return removeBypass(ctx, c, refs)
+}
+
+// removeBypass removes the bypass from refs, or from everything when refs is nil.
+func removeBypass(ctx context.Context, c client.Client, refs []WebhookRef) error {
 	configs, err := listConfigurations(ctx, c)
 	if err != nil {
 		return err
 	}
-	for _, cfg := range configs {
-		saved, err := savedSelectors(cfg.object)
-		if err != nil {
-			return err
-		}
-		if saved == nil {
+	only := map[WebhookRef]bool{}
+	for _, r := range refs {
+		only[r] = true
+	}
+	for _, listed := range configs {
+		if !holdsBypass(listed) {
 			continue
 		}
-		for _, e := range cfg.entries {
-			if sel, ok := saved[e.name]; ok {
-				*e.objectSelector = sel
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			cfg, err := getConfiguration(ctx, c, listed.kind, listed.object.GetName())
+			if err != nil {
+				return err
 			}
+			changed := false
+			if refs == nil {
+				if changed, err = restoreLegacySelectors(cfg); err != nil {
+					return err
+				}
+			}
+			for _, e := range cfg.entries {
+				ref := WebhookRef{Kind: cfg.kind, Configuration: cfg.object.GetName(), Webhook: e.name}
+				if refs != nil && !only[ref] {
+					continue
+				}
+				if withoutCondition(e.matchConditions, BypassConditionName) {
+					changed = true
+				}
+			}
+			if !changed {
+				return nil
+			}
+			return c.Update(ctx, cfg.object)
+		})
+		if apierrors.IsNotFound(err) {
+			continue
 		}
-		annotations := cfg.object.GetAnnotations()
-		delete(annotations, movev1alpha1.OriginalObjectSelectorsAnnotation)
-		cfg.object.SetAnnotations(annotations)
-		if err := c.Update(ctx, cfg.object); err != nil {
-			return fmt.Errorf("removing the webhook bypass from %s %s: %w", cfg.kind, cfg.object.GetName(), err)
+		if err != nil {
+			return fmt.Errorf("removing the webhook bypass from %s %s: %w", listed.kind, listed.object.GetName(), err)
 		}
 	}
 	return nil
 }
 
-// BypassInstalled lists the configurations that still hold saved selectors,
-// that is, where the bypass is (or may be) in place.
+func withoutCondition(conds *[]admissionregistrationv1.MatchCondition, name string) bool {
+	kept := (*conds)[:0]
+	removed := false
+	for _, mc := range *conds {
+		if mc.Name == name {
+			removed = true
+			continue
+		}
+		kept = append(kept, mc)
+	}
+	if len(kept) == 0 {
+		kept = nil // as the webhook was written without conditions
+	}
+	*conds = kept
+	return removed
+}
+
+// holdsBypass reports whether a configuration holds a bypass of this
+// operator: the condition, or the selectors an earlier version saved.
+func holdsBypass(cfg configuration) bool {
+	if _, ok := cfg.object.GetAnnotations()[movev1alpha1.OriginalObjectSelectorsAnnotation]; ok {
+		return true
+	}
+	for _, e := range cfg.entries {
+		for _, mc := range *e.matchConditions {
+			if mc.Name == BypassConditionName {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// BypassInstalled lists the configurations that still hold a bypass.
 func BypassInstalled(ctx context.Context, c client.Reader) ([]string, error) {
 	configs, err := listConfigurations(ctx, c)
 	if err != nil {
@@ -276,7 +377,7 @@ func BypassInstalled(ctx context.Context, c client.Reader) ([]string, error) {
 	}
 	var out []string
 	for _, cfg := range configs {
-		if _, ok := cfg.object.GetAnnotations()[movev1alpha1.OriginalObjectSelectorsAnnotation]; ok {
+		if holdsBypass(cfg) {
 			out = append(out, fmt.Sprintf("%s %s", cfg.kind, cfg.object.GetName()))
 		}
 	}
@@ -305,29 +406,27 @@ func groupByConfiguration(refs []WebhookRef) []configurationGroup {
 	return out
 }
 
-func savedSelectors(o client.Object) (map[string]*metav1.LabelSelector, error) {
-	raw, ok := o.GetAnnotations()[movev1alpha1.OriginalObjectSelectorsAnnotation]
+// restoreLegacySelectors puts back the objectSelectors that operator
+// versions before the identity-scoped bypass saved in an annotation, so that
+// a move begun by such a version and finished by this one leaves the
+// webhooks as they were.
+func restoreLegacySelectors(cfg configuration) (bool, error) {
+	annotations := cfg.object.GetAnnotations()
+	raw, ok := annotations[movev1alpha1.OriginalObjectSelectorsAnnotation]
 	if !ok {
-		return nil, nil
+		return false, nil
 	}
 	saved := map[string]*metav1.LabelSelector{}
 	if err := json.Unmarshal([]byte(raw), &saved); err != nil {
-		return nil, fmt.Errorf("annotation %s on %s is not the JSON this operator writes (%w); restore the webhooks' objectSelectors by hand and remove it",
-			movev1alpha1.OriginalObjectSelectorsAnnotation, o.GetName(), err)
+		return false, fmt.Errorf("annotation %s on %s is not the JSON this operator writes (%w); restore the webhooks' objectSelectors by hand and remove it",
+			movev1alpha1.OriginalObjectSelectorsAnnotation, cfg.object.GetName(), err)
 	}
-	return saved, nil
-}
-
-func setSavedSelectors(o client.Object, saved map[string]*metav1.LabelSelector) error {
-	raw, err := json.Marshal(saved)
-	if err != nil {
-		return fmt.Errorf("encoding the original objectSelectors of %s: %w", o.GetName(), err)
+	for _, e := range cfg.entries {
+		if sel, ok := saved[e.name]; ok {
+			*e.objectSelector = sel
+		}
 	}
-	annotations := o.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[movev1alpha1.OriginalObjectSelectorsAnnotation] = string(raw)
-	o.SetAnnotations(annotations)
-	return nil
+	delete(annotations, movev1alpha1.OriginalObjectSelectorsAnnotation)
+	cfg.object.SetAnnotations(annotations)
+	return true, nil
 }

@@ -26,6 +26,9 @@ type Target struct {
 	Config *rest.Config
 	// Server is the target API server's URL, safe to show.
 	Server string
+	// Insecure is set when the kubeconfig skips verifying the server's
+	// certificate (insecure-skip-tls-verify): used, but warned about.
+	Insecure bool
 }
 
 // Clients builds target clients from kubeconfig Secrets and keeps them while
@@ -95,7 +98,7 @@ func (c *Clients) Get(ctx context.Context, namespace string, ref movev1alpha1.Se
 	if c.Wrap != nil {
 		cl = c.Wrap(cl)
 	}
-	t := &Target{Client: cl, Config: cfg, Server: cfg.Host}
+	t := &Target{Client: cl, Config: cfg, Server: cfg.Host, Insecure: cfg.Insecure}
 	if c.entries == nil {
 		c.entries = map[string]cachedTarget{}
 	}

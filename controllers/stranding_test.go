@@ -1,0 +1,199 @@
+package controllers_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/claim"
+	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/snapshot"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+// A provider that its owner keeps at zero replicas serves no webhooks before
+// the move; the move must neither stall on it nor start it.
+func TestAMoveCompletesWithAProviderAlreadyAtZeroInEitherClusterAndLeavesItThere(t *testing.T) {
+	rc := newRollbackCase(t, "atzero")
+	ctx := context.Background()
+	g := NewWithT(t)
+
+	// The core provider serves the webhooks of every Cluster, Machine and
+	// MachineDeployment: at zero in the source, the move's pause and label
+	// meet them; at zero in the target, the unpause does.
+	setProviderReplicas(t, env.Source, capiprovider.CoreProvider, 0)
+	setProviderReplicas(t, env.Target, capiprovider.CoreProvider, 0)
+	g.Expect(env.Source.CAPI.Provider(capiprovider.CoreProvider).WaitServing(ctx, false)).To(Succeed())
+	g.Expect(env.Target.CAPI.Provider(capiprovider.CoreProvider).WaitServing(ctx, false)).To(Succeed())
+	stateBefore := stateOf(ctx, g)
+
+	startOperator(t, operatorOptions{})
+	mo := newMoveOperation(t, rc.ops, "at-zero", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+
+	for _, c := range done.Status.Controllers {
+		if c.Name == env.Source.CAPI.Provider(capiprovider.CoreProvider).Deployment {
+			g.Expect(c.OriginalReplicas).To(BeZero(), "%s %s/%s was recorded at zero", c.Cluster, c.Namespace, c.Name)
+		}
+	}
+	g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "the providers at zero stay at zero, the others come back, the webhooks are as before")
+	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
+	if diff := snapshot.Diff(rc.before, after); diff != "" {
+		t.Fatalf("the target differs from the source before the move:\n%s", diff)
+	}
+	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+
+	// Bring the core providers back before the fleet is purged: deleting
+	// Clusters goes through their webhooks.
+	setProviderReplicas(t, env.Source, capiprovider.CoreProvider, 1)
+	setProviderReplicas(t, env.Target, capiprovider.CoreProvider, 1)
+}
+
+// Two MoveOperations created in the same second, the first one's status
+// write slow: a check of the other MoveOperations in a cache would let both
+// start; the claim lets exactly one move at a time.
+func TestOnlyOneMoveOperationIsActiveEvenWhenStatusWritesAreSlow(t *testing.T) {
+	ensureSetup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g := NewWithT(t)
+	ns := opsNamespace(t)
+	// Both fail in Validating, so the test is quick; the first has begun to
+	// move (it left Pending) long before.
+	spec := movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: []string{"no-such-namespace"}}
+
+	timeline := watchPhases(ctx, t, ns)
+
+	var once sync.Once
+	startOperator(t, operatorOptions{failIf: func(_, verb string, obj client.Object) error {
+		mo, ok := obj.(*movev1alpha1.MoveOperation)
+		if !ok || verb != "patch/status" || mo.Name != "zz-first" || mo.Status.Phase != movev1alpha1.PhaseValidating {
+			return nil
+		}
+		once.Do(func() {
+			// While the first one's move to Validating is being written,
+			// the second one appears, named to sort first.
+			newMoveOperation(t, ns, "aa-second", spec)
+			time.Sleep(3 * time.Second)
+		})
+		return nil
+	}})
+	// Start on a fresh second, so both are created within it.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	first := newMoveOperation(t, ns, "zz-first", spec)
+	second := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aa-second"}}
+
+	waitForPhase(t, first, movev1alpha1.PhaseFailed, time.Minute)
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, second).Status.Phase).To(Equal(movev1alpha1.PhaseFailed))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed(), "the second one runs once the first has ended")
+	got := get(g, second)
+	t.Logf("created %s and %s", get(g, first).CreationTimestamp, got.CreationTimestamp)
+
+	g.Expect(timeline.overlaps()).To(BeEmpty(), "two MoveOperations were active at once")
+	lease := &coordinationv1.Lease{}
+	err := k8s.Get(ctx, types.NamespacedName{Namespace: metav1.NamespaceDefault, Name: claim.DefaultName}, lease)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the claim is given up when the last move ends (got %v)", err)
+}
+
+// phaseTimeline is every phase change of the MoveOperations of a namespace,
+// in the order the API server made them.
+type phaseTimeline struct {
+	mu      sync.Mutex
+	phases  map[string]movev1alpha1.MovePhase
+	overlap []string
+}
+
+// watchPhases records the phase changes of every MoveOperation of ns until
+// the test ends; a watch delivers them in the order they were written.
+func watchPhases(ctx context.Context, t *testing.T, ns string) *phaseTimeline {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Source.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &movev1alpha1.MoveOperationList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	tl := &phaseTimeline{phases: map[string]movev1alpha1.MovePhase{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			mo, ok := ev.Object.(*movev1alpha1.MoveOperation)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			tl.observe(mo.Name, mo.Status.Phase)
+		}
+	}()
+	return tl
+}
+
+func (tl *phaseTimeline) observe(name string, phase movev1alpha1.MovePhase) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	tl.phases[name] = phase
+	var active []string
+	for n, p := range tl.phases {
+		if p != "" && p != movev1alpha1.PhasePending && !p.IsTerminal() {
+			active = append(active, n+" in "+string(p))
+		}
+	}
+	if len(active) > 1 {
+		tl.overlap = append(tl.overlap, strings.Join(active, " and "))
+	}
+}
+
+func (tl *phaseTimeline) overlaps() []string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return append([]string(nil), tl.overlap...)
+}
+
+// A kubeconfig that skips TLS verification and a certificate user as the
+// operator's identity do not stop a move, but the user hears of both.
+func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
+	ensureSetup(t)
+	g := NewWithT(t)
+	ns := testenv.NewNamespace(t, env.Source, "warnings")
+	var insecure []string
+	for _, line := range strings.Split(string(targetKubeconfig), "\n") {
+		if strings.Contains(line, "certificate-authority-data:") {
+			line = line[:strings.Index(line, "certificate-authority-data:")] + "insecure-skip-tls-verify: true"
+		}
+		insecure = append(insecure, line)
+	}
+	newSecret(t, ns, "insecure", map[string][]byte{"value": []byte(strings.Join(insecure, "\n"))})
+	startOperator(t, operatorOptions{})
+	mo := newMoveOperation(t, ns, "insecure", movev1alpha1.MoveOperationSpec{Target: targetRef("insecure"), DryRun: true, Namespaces: []string{ns}})
+	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, time.Minute)
+
+	warnings := strings.Join(done.Status.Plan.Warnings, "\n")
+	g.Expect(warnings).To(ContainSubstring("insecure-skip-tls-verify"))
+	g.Expect(warnings).To(ContainSubstring(`acts as "` + operatorUser + `", which is not a ServiceAccount`))
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8s.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+		reasons := map[string]string{}
+		for _, e := range events.Items {
+			if e.Regarding.Name == mo.Name && e.Type == "Warning" {
+				reasons[e.Reason] = e.Note
+			}
+		}
+		g.Expect(reasons).To(HaveKey(movev1alpha1.ReasonInsecureTarget))
+		g.Expect(reasons).To(HaveKey(movev1alpha1.ReasonSharedIdentity))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "each warning raises a Warning event")
+}
