@@ -151,6 +151,9 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		return ctrl.Result{}, fmt.Errorf("reading the objects to move: %w", err)
 	}
 	plan := g.Plan(graph.Selection{ClusterSelector: clusterSelector})
+	// Shown even when a check below fails: what the move would take and
+	// what it would leave out is what the user needs to decide.
+	mo.Status.Plan = plan.Summary()
 	if err := plan.Validate(); err != nil {
 		s.fail(movev1alpha1.ReasonOrphanedObjects, err.Error()+"; move their owners too (widen spec.namespaces or spec.clusterSelector), or remove the objects")
 		return ctrl.Result{}, nil

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,4 +198,35 @@ func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
 		g.Expect(reasons).To(HaveKey(movev1alpha1.ReasonInsecureTarget))
 		g.Expect(reasons).To(HaveKey(movev1alpha1.ReasonSharedIdentity))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "each warning raises a Warning event")
+}
+
+// An object whose owner reference names an owner that does not exist belongs
+// to no hierarchy; clusterctl leaves it behind without a word. The dry run and
+// the move name it, with why, and nothing is written.
+func TestAnObjectWhoseOwnerDoesNotExistIsNamedAndStopsTheMove(t *testing.T) {
+	ensureSetup(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns := opsNamespace(t)
+	stale := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-kubeconfig", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "Cluster", Name: "deleted-long-ago", UID: "0e6b8a4c-0000-4000-8000-000000000001",
+	}}}}
+	g.Expect(k8s.Create(ctx, stale)).To(Succeed())
+	startOperator(t, operatorOptions{})
+
+	for _, dryRun := range []bool{true, false} {
+		mo := newMoveOperation(t, ns, fmt.Sprintf("dangling-%v", dryRun), movev1alpha1.MoveOperationSpec{
+			Target: targetRef("target"), Namespaces: []string{ns}, DryRun: dryRun,
+		})
+		failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
+		g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonOrphanedObjects))
+		g.Expect(failed.Status.FailureMessage).To(ContainSubstring("Secret " + ns + "/stale-kubeconfig"))
+		g.Expect(failed.Status.FailureMessage).To(ContainSubstring("does not exist"))
+		g.Expect(failed.Status.Plan).NotTo(BeNil(), "the plan says what the move would leave out")
+		g.Expect(failed.Status.Plan.Excluded).To(ContainElement(And(
+			HaveField("Reason", "OwnerMissing"), HaveField("Count", int32(1)),
+			HaveField("Objects", ContainElement(ContainSubstring("stale-kubeconfig")))),
+		))
+	}
+	assertNothingWritten(g)
 }

@@ -340,6 +340,32 @@ type MovePlan struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	Warnings []string `json:"warnings,omitempty"`
+	// excluded says what the move leaves in the source, per reason: objects
+	// in the moved namespaces that no moved hierarchy holds
+	// (NotInHierarchy), that the cluster selector leaves out (NotSelected),
+	// or that cannot move because an owner does not move (OwnerNotMoved) or
+	// does not exist (OwnerMissing). The last two stop the move.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Excluded []ExclusionCount `json:"excluded,omitempty"`
+}
+
+// ExclusionCount is how many objects a move leaves in the source for one
+// reason, with the first of them.
+type ExclusionCount struct {
+	// reason the objects stay: NotInHierarchy, NotSelected, OwnerNotMoved
+	// or OwnerMissing.
+	// +required
+	Reason string `json:"reason"`
+	// count of the objects that stay for this reason.
+	// +required
+	Count int32 `json:"count"`
+	// objects are the first of them (at most 10), each with why it stays.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Objects []string `json:"objects,omitempty"`
 }
 
 // KindCount is how many objects of one kind a move takes.

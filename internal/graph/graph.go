@@ -40,6 +40,10 @@ type node struct {
 	// observed is false for a virtual node: an owner known only from an
 	// ownerReference, whose object was not read.
 	observed bool
+	// namesake, on a virtual node, is the object read with the owner's kind,
+	// namespace and name but another UID: the reference names an object
+	// that was deleted and created again.
+	namesake *node
 	typ      *Type
 	facts
 
@@ -218,6 +222,7 @@ func (g *Graph) link() []*node {
 					gvk = typ.GVK
 				}
 				owner = &node{ref: ObjectRef{GVK: gvk, Namespace: namespace, Name: ref.name, UID: ref.uid}}
+				owner.namesake = byKey[objectKey{gk: gk, namespace: namespace, name: ref.name}]
 				g.nodes[ref.uid] = owner
 			}
 			if !slices.Contains(n.owners, owner) {

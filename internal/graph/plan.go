@@ -88,6 +88,13 @@ const (
 	// (and the source's garbage collector then deletes them with their
 	// moved owner); a move refuses to start while any is left.
 	ExcludedOwnerNotMoved ExclusionReason = "OwnerNotMoved"
+	// ExcludedOwnerMissing: an owner reference of the object, or of an
+	// object above it, names an owner that does not exist (deleted, or
+	// deleted and created again with another UID), so no hierarchy holds
+	// it. clusterctl leaves such objects behind without a word; a move
+	// refuses to start while any is left, naming them, so that the user
+	// removes them or repairs their owner references.
+	ExcludedOwnerMissing ExclusionReason = "OwnerMissing"
 )
 
 // Exclusion is an object of the graph that the move does not take.
@@ -144,6 +151,7 @@ type selector struct {
 	blocked          map[*node]string
 	moved            map[*node]bool
 	kept             map[*node]string
+	missingOwner     map[*node]string // why an object stays: an owner is missing
 	warnings         []string
 }
 
@@ -521,6 +529,7 @@ func (s *selector) plan() *Plan {
 		p.Groups = append(p.Groups, objects)
 	}
 
+	s.findMissingOwners()
 	for _, n := range s.nodes {
 		if !n.observed {
 			continue
@@ -558,10 +567,48 @@ func (s *selector) exclusion(n *node) Exclusion {
 		}
 	case len(n.tenants) > 0:
 		e.Reason, e.Message = ExcludedNotSelected, "no selected Cluster uses it"
+	case s.missingOwner[n] != "":
+		e.Reason, e.Message, e.Blocking = ExcludedOwnerMissing, s.missingOwner[n], true
 	default:
 		e.Reason, e.Message = ExcludedNotInHierarchy, "no Cluster, ClusterClass, ClusterResourceSet or move-hierarchy object owns it, and it is not labelled to move"
 	}
 	return e
+}
+
+// findMissingOwners finds the objects that no hierarchy holds because an
+// owner reference names an owner that does not exist, and everything below
+// them: each would stay in the source, unnoticed, while what it belonged to
+// moves.
+func (s *selector) findMissingOwners() {
+	s.missingOwner = map[*node]string{}
+	var stack []*node
+	for _, n := range s.nodes {
+		if !n.observed || s.moved[n] || len(n.tenants) > 0 || !s.g.inScope(n) {
+			continue
+		}
+		for _, owner := range n.owners {
+			if owner.observed || !s.g.listed(owner.ref.GroupKind(), owner.ref.Namespace) {
+				continue
+			}
+			msg := fmt.Sprintf("its owner %s does not exist", owner.ref)
+			if owner.namesake != nil {
+				msg += fmt.Sprintf(" (%s exists with UID %s: the reference names an earlier object of that name)", owner.namesake.ref, owner.namesake.ref.UID)
+			}
+			s.missingOwner[n] = msg + "; remove the object, or point its ownerReference at the owner that exists"
+			stack = append(stack, n)
+			break
+		}
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, child := range n.children {
+			if child.observed && !s.moved[child] && s.missingOwner[child] == "" && s.g.inScope(child) {
+				s.missingOwner[child] = fmt.Sprintf("it belongs to %s, which stays behind: %s", n.ref, s.missingOwner[n])
+				stack = append(stack, child)
+			}
+		}
+	}
 }
 
 // objectWarnings records what the user should know about a moved object.
@@ -642,7 +689,7 @@ func (p *Plan) Validate() error {
 	if len(blocking) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%d objects of the move cannot move because an owner does not: %s", len(blocking), joinLimited(blocking, 20))
+	return fmt.Errorf("%d objects cannot move because an owner does not move or does not exist: %s", len(blocking), joinLimited(blocking, 20))
 }
 
 // Unlabelled returns the objects the rules move that do not carry the

@@ -32,7 +32,48 @@ func (p *Plan) Summary() *movev1.MovePlan {
 			fmt.Sprintf("and %d more warnings", len(p.Warnings)-(maxStatusWarnings-1)))
 	}
 	s.Warnings = slices.Clone(warnings)
+	s.Excluded = p.exclusionCounts()
 	return s
+}
+
+// maxExcludedListed is how many objects of each exclusion reason the status
+// names; maxExclusionEntry bounds each entry, so the status stays small
+// however many objects stay behind.
+const (
+	maxExcludedListed = 10
+	maxExclusionEntry = 300
+)
+
+// exclusionCounts counts the excluded objects per reason, in a fixed order
+// (what stops the move first), naming the first of each.
+func (p *Plan) exclusionCounts() []movev1.ExclusionCount {
+	order := []ExclusionReason{ExcludedOwnerMissing, ExcludedOwnerNotMoved, ExcludedNotSelected, ExcludedNotInHierarchy}
+	byReason := map[ExclusionReason]*movev1.ExclusionCount{}
+	for _, e := range p.Excluded {
+		c, ok := byReason[e.Reason]
+		if !ok {
+			c = &movev1.ExclusionCount{Reason: string(e.Reason)}
+			byReason[e.Reason] = c
+			if !slices.Contains(order, e.Reason) {
+				order = append(order, e.Reason)
+			}
+		}
+		c.Count++
+		if len(c.Objects) < maxExcludedListed {
+			entry := fmt.Sprintf("%s: %s", e.ObjectRef, e.Message)
+			if len(entry) > maxExclusionEntry {
+				entry = entry[:maxExclusionEntry-3] + "..."
+			}
+			c.Objects = append(c.Objects, entry)
+		}
+	}
+	var out []movev1.ExclusionCount
+	for _, r := range order {
+		if c, ok := byReason[r]; ok {
+			out = append(out, *c)
+		}
+	}
+	return out
 }
 
 func clampInt32(n int) int32 {

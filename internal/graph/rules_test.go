@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
@@ -583,6 +585,14 @@ func TestOwnersThatDoNotMove(t *testing.T) {
 	ownedByLoose := obj(gvkSecret, "ns1", "m1-extra", ownedBy(machine, false), ownedBy(unownedCM, false))
 	globalWithDeploymentOwner := obj(gvkIdentity, "", "id", ownedByRef(gvkDeployment, "web", "uid-web"))
 	outsideCluster := obj(gvkCluster, "ns2", "c2")
+	// A MachineSet whose MachineDeployment was deleted and created again:
+	// its reference names the old UID. Its Machine stays behind with it.
+	deployment := obj(gvkMachineDeployment, "ns1", "md", ownedBy(cluster, false))
+	staleSet := obj(gvkMachineSet, "ns1", "md-abc", ownedByRef(gvkMachineDeployment, "md", "uid-md-before"))
+	staleSetMachine := obj(gvkMachine, "ns1", "md-abc-1", ownedBy(staleSet, true))
+	// A Secret owned only by a Cluster that no longer exists, under an old
+	// API version the garbage collector no longer serves.
+	orphanSecret := obj(gvkSecret, "ns1", "leftover", ownedByRef(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1alpha3", Kind: "Cluster"}, "old", "uid-old"))
 
 	tests := []struct {
 		name         string
@@ -609,6 +619,21 @@ func TestOwnersThatDoNotMove(t *testing.T) {
 			objs:      []*unstructured.Unstructured{cluster, machine, dangling},
 			wantMoved: names(cluster, machine, dangling),
 			wantWarn:  "KubeadmConfig.bootstrap.cluster.x-k8s.io ns1/m1 is copied without its ownerReference to Machine.cluster.x-k8s.io ns1/gone: the owner does not exist",
+		},
+		{
+			name:      "an object whose only owner names another UID than the object of that name is reported and blocks the move, and so is what it owns",
+			objs:      []*unstructured.Unstructured{cluster, deployment, staleSet, staleSetMachine},
+			wantMoved: names(cluster, deployment),
+			wantBlocking: map[string]string{
+				nameOf(staleSet):        "its owner MachineDeployment.cluster.x-k8s.io ns1/md does not exist (MachineDeployment.cluster.x-k8s.io ns1/md exists with UID uid-machinedeployment-ns1-md",
+				nameOf(staleSetMachine): "it belongs to MachineSet.cluster.x-k8s.io ns1/md-abc, which stays behind: its owner MachineDeployment",
+			},
+		},
+		{
+			name:         "an object whose only owner was deleted is reported and blocks the move",
+			objs:         []*unstructured.Unstructured{cluster, orphanSecret},
+			wantMoved:    names(cluster),
+			wantBlocking: map[string]string{nameOf(orphanSecret): "its owner Cluster.cluster.x-k8s.io ns1/old does not exist"},
 		},
 		{
 			name:      "a global object whose owner does not move is copied without that reference, with a warning",
@@ -908,6 +933,26 @@ func TestSummaryAndPrint(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, s.Kinds); diff != "" {
 			t.Errorf("kinds differ (-want +got):\n%s", diff)
+		}
+		wantExcluded := []movev1.ExclusionCount{{Reason: "NotInHierarchy", Count: 1, Objects: []string{
+			"ConfigMap ns1/loose: no Cluster, ClusterClass, ClusterResourceSet or move-hierarchy object owns it, and it is not labelled to move",
+		}}}
+		if diff := cmp.Diff(wantExcluded, s.Excluded); diff != "" {
+			t.Errorf("what the move leaves out differs (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("the summary counts every exclusion and names only the first of each reason", func(t *testing.T) {
+		var many []*unstructured.Unstructured
+		for i := range 25 {
+			many = append(many, obj(gvkSecret, "ns1", fmt.Sprintf("stale-%02d", i), ownedByRef(gvkCluster, "deleted", "uid-deleted")))
+		}
+		s := build(t, nil, objects(fleetCluster("ns1", "c1"), many)...).Plan(Selection{}).Summary()
+		if len(s.Excluded) != 1 || s.Excluded[0].Reason != "OwnerMissing" || s.Excluded[0].Count != 25 || len(s.Excluded[0].Objects) != 10 {
+			t.Fatalf("excluded = %+v, want 25 OwnerMissing with the first 10 named", s.Excluded)
+		}
+		if !strings.Contains(s.Excluded[0].Objects[0], "Secret ns1/stale-00: its owner Cluster.cluster.x-k8s.io ns1/deleted does not exist") {
+			t.Errorf("the first entry does not say why it stays: %q", s.Excluded[0].Objects[0])
 		}
 	})
 
