@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +49,9 @@ type options struct {
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 	concurrency             int
 	qps                     float64
 	burst                   int
@@ -68,6 +72,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Elect a leader so that only one replica moves at a time; keep on when running more than one replica.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election lease; defaults to the namespace the manager runs in.")
+	// A move waits for a new leader with every provider stopped: the lease
+	// duration is how long at most, after the leader dies without releasing.
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a leader that stopped renewing (it died) keeps the lease before another replica takes over the move.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader retries renewing before it gives up leading and stops.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often replicas try to acquire or renew the lease.")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 2,
 		"How many MoveOperations are reconciled at once (only one moves per source cluster; the others wait).")
 	// A move is short and runs while every provider controller is stopped:
@@ -130,6 +142,9 @@ func run(opts options) error {
 		// A new leader must not start while the old one may still write: the
 		// move's crash safety relies on one writer at a time.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.leaseDuration,
+		RenewDeadline:                 &opts.renewDeadline,
+		RetryPeriod:                   &opts.retryPeriod,
 	})
 	if err != nil {
 		return err

@@ -306,7 +306,7 @@ func take(ctx context.Context, g Gomega, m *testenv.Management, namespaces []str
 	s, err := snapshot.Take(ctx, m.Client, snapshot.Options{
 		Namespaces:        namespaces,
 		IgnoreLabels:      []string{movev1alpha1.OperationLabel},
-		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation},
+		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation, movev1alpha1.CopiedToAnnotation},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	return s

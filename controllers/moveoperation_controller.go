@@ -14,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/claim"
@@ -99,6 +101,9 @@ type MoveOperationReconciler struct {
 // The claim Lease lives in the manager's namespace, beside the leader
 // election Lease: the leader election Role grants it there.
 
+// maxRetryDelay bounds the backoff between retries of a failing reconcile.
+const maxRetryDelay = 30 * time.Second
+
 // SetupWithManager registers the reconciler with the manager.
 func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	if r.PollInterval == 0 {
@@ -106,6 +111,12 @@ func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		// or to become Available: a second between looks costs a few cheap
 		// reads and keeps those waits short.
 		r.PollInterval = time.Second
+	}
+	if options.RateLimiter == nil {
+		// controller-runtime's default backoff grows to 16 minutes: a move
+		// retrying an unreachable target with every provider stopped would
+		// go on that long after the target is back. Half a minute at most.
+		options.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, maxRetryDelay)
 	}
 	if r.Claim.Name == "" {
 		r.Claim.Name = claim.DefaultName

@@ -172,7 +172,11 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		s.fail(movev1alpha1.ReasonNotProvisioned, err.Error()+"; wait for the clusters to finish provisioning, then create a new MoveOperation")
 		return ctrl.Result{}, nil
 	}
-	conflicts, err := preflight.TargetConflicts(ctx, target.Client, plan, string(mo.UID))
+	targetID, err := remote.ClusterID(ctx, target.Client)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("target cluster: %w", err)
+	}
+	conflicts, err := preflight.TargetConflicts(ctx, r.Source, target.Client, targetID, plan, string(mo.UID))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -384,8 +388,12 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 				joinRefs(unlabelled)))
 			return ctrl.Result{}, nil
 		}
+		targetID, err := remote.ClusterID(ctx, target.Client)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("target cluster: %w", err)
+		}
 		run.copyPlan = plan
-		run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move)
+		run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID)
 		// After a restart every group is copied again: what is already
 		// there, labelled by this move, counts as progress.
 		run.nextCopy = 0
@@ -475,16 +483,22 @@ func (r *MoveOperationReconciler) reconcileRestoringTarget(ctx context.Context, 
 	if !ok {
 		return res, nil
 	}
-	if res, done, err := r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, true); !done || err != nil {
+	if res, done, err := r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, true, nil); !done || err != nil {
 		return res, err
 	}
 	s.enter(movev1alpha1.PhaseRestoringSource)
 	return ctrl.Result{}, nil
 }
 
-// reconcileRestoringSource brings the source's controllers back.
+// reconcileRestoringSource brings the source's controllers back, and records
+// on what stays in the source the copies made of it, so that a later move
+// of those objects recognises them.
 func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true); !done || err != nil {
+	target, res, ok := r.target(ctx, s, false)
+	if !ok {
+		return res, nil
+	}
+	if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, target); !done || err != nil {
 		return res, err
 	}
 	s.enter(movev1alpha1.PhaseDone)
@@ -517,7 +531,7 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 		role movev1alpha1.ClusterRole
 		cl   client.Client
 	}{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}} {
-		if res, done, err := r.restore(ctx, s, c.cl, c.role, c.role == movev1alpha1.ClusterSource); !done || err != nil {
+		if res, done, err := r.restore(ctx, s, c.cl, c.role, c.role == movev1alpha1.ClusterSource, nil); !done || err != nil {
 			return res, err
 		}
 	}
@@ -528,9 +542,10 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 // restore brings one cluster's controllers back to their recorded replicas,
 // waits until they are Available, removes the webhook bypass, and, when
 // unlabel is set, takes the operation label off every object and unpauses
-// what this move paused; last it forgets the recorded replicas. It reports
-// done=false while it waits.
-func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, unlabel bool) (ctrl.Result, bool, error) {
+// what this move paused (recording, when copiesIn is given, which copy
+// there each object still labelled has); last it forgets the recorded
+// replicas. It reports done=false while it waits.
+func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, unlabel bool, copiesIn *remote.Target) (ctrl.Result, bool, error) {
 	mo := s.mo
 	controllers, err := r.controllersToRestore(ctx, s, c, role)
 	if err != nil {
@@ -568,6 +583,15 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 		ts, err := graph.DiscoverTypes(ctx, c)
 		if err != nil {
 			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+		}
+		if copiesIn != nil {
+			targetID, err := remote.ClusterID(ctx, copiesIn.Client)
+			if err != nil {
+				return ctrl.Result{}, false, fmt.Errorf("target cluster: %w", err)
+			}
+			if _, err := move.RecordCopies(ctx, c, copiesIn.Client, targetID, ts, string(mo.UID), r.Move); err != nil {
+				return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+			}
 		}
 		began := time.Now()
 		unlabelled, err := move.Unlabel(ctx, c, ts, string(mo.UID), r.Move)

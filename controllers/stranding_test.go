@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -208,8 +209,10 @@ func TestAnObjectWhoseOwnerDoesNotExistIsNamedAndStopsTheMove(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	ns := opsNamespace(t)
+	// Owned by a Cluster of an API version no longer served: the garbage
+	// collector cannot resolve the owner, so the Secret stays for good.
 	stale := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-kubeconfig", OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "Cluster", Name: "deleted-long-ago", UID: "0e6b8a4c-0000-4000-8000-000000000001",
+		APIVersion: "cluster.x-k8s.io/v1alpha3", Kind: "Cluster", Name: "deleted-long-ago", UID: "0e6b8a4c-0000-4000-8000-000000000001",
 	}}}}
 	g.Expect(k8s.Create(ctx, stale)).To(Succeed())
 	startOperator(t, operatorOptions{})
@@ -229,4 +232,50 @@ func TestAnObjectWhoseOwnerDoesNotExistIsNamedAndStopsTheMove(t *testing.T) {
 		))
 	}
 	assertNothingWritten(g)
+}
+
+// Past the point of no return the move cannot roll back: with the target
+// gone for longer than every timeout, it waits, says so, and finishes once
+// the target is back.
+func TestAMoveWaitsForATargetThatGoesAwayAfterThePointOfNoReturn(t *testing.T) {
+	rc := newRollbackCase(t, "tgtdown")
+	ctx := context.Background()
+	g := NewWithT(t)
+	proxy := startProxy(t, env.Target.Config.Host)
+	kubeconfig := strings.Replace(string(targetKubeconfig), proxy.upstream, proxy.addr, 1)
+	newSecret(t, rc.ops, "via-proxy", map[string][]byte{"value": []byte(kubeconfig)})
+
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
+		if cluster == "source" && verb == "delete" {
+			once.Do(proxy.cut) // the target goes away as Deleting begins
+		}
+	}})
+	second := &metav1.Duration{Duration: time.Second}
+	mo := newMoveOperation(t, rc.ops, "target-down", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("via-proxy"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{Copy: second, ScaleUp: second, ScaleDown: second, BlockMove: second},
+	})
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, mo)
+		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget))
+		ready := meta.FindStatusCondition(got.Status.Conditions, movev1alpha1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Message).To(ContainSubstring("retrying"), "the status says what the move waits for")
+	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		got := get(g, mo)
+		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget), "past the point of no return the move neither fails nor rolls back")
+		g.Expect(got.Status.FailureReason).To(BeEmpty())
+	}, 5*time.Second, 200*time.Millisecond).Should(Succeed(), "longer than every timeout of the move")
+
+	proxy.restore()
+	waitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
+	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
+	if diff := snapshot.Diff(rc.before, after); diff != "" {
+		t.Fatalf("the target differs from the source before the move:\n%s", diff)
+	}
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore))
+	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
 }

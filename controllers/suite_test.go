@@ -58,6 +58,9 @@ var (
 	// from the admin user the tests write with (its webhook bypass is scoped
 	// to it); targetKubeconfig holds its identity in the target.
 	operatorConfig *rest.Config
+	// operatorKubeconfig is a kubeconfig file of that identity in the source,
+	// for the operator run as a process.
+	operatorKubeconfig string
 )
 
 // operatorUser is the username of the operator in both clusters.
@@ -103,7 +106,7 @@ func setup(e *testenv.Env) error {
 	if k8s, err = client.New(e.Source.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if operatorConfig, _, err = e.Source.AddUser(operatorUser); err != nil {
+	if operatorConfig, operatorKubeconfig, err = e.Source.AddUser(operatorUser); err != nil {
 		return err
 	}
 	_, targetPath, err := e.Target.AddUser(operatorUser)

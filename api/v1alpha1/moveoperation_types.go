@@ -30,6 +30,14 @@ const (
 	// what it paused and never a pause set by somebody else.
 	PausedByAnnotation = "move.cluster.x-k8s.io/paused-by"
 
+	// CopiedToAnnotation records, on an object a completed move copied to a
+	// target and kept in the source (a ClusterClass shared with Clusters
+	// that stayed, say), which copy it made there and the content both had
+	// (value: <target cluster ID>/<copy UID>/<content hash>), so that a later
+	// move of the same object takes that copy as already made while neither
+	// side has changed since.
+	CopiedToAnnotation = "move.cluster.x-k8s.io/copied-to"
+
 	// MoveOperationFinalizer holds a MoveOperation until a deletion before the
 	// point of no return has rolled back, or a move after it has finished.
 	MoveOperationFinalizer = "move.cluster.x-k8s.io/moveoperation"

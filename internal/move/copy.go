@@ -38,6 +38,8 @@ type Copier struct {
 	namespaces map[string]bool
 	// planCounts counts the plan's objects per kind and namespace.
 	planCounts map[kindNamespace]int
+	// targetID identifies the target cluster, to recognise earlier copies.
+	targetID types.UID
 }
 
 // NewCopier returns a Copier of the plan's objects from source to target for
@@ -280,6 +282,13 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		}
 	}
 
+	// What an earlier move recorded of its copy, read before prepare takes
+	// src over.
+	prov, hasProv := ProvenanceOf(src)
+	srcContent := ""
+	if hasProv {
+		srcContent = ContentHash(src)
+	}
 	obj, applied := prepare(src, c.operation, ownerUIDs)
 
 	created := true
@@ -296,7 +305,16 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		}
 		ours := existing.GetLabels()[movev1.OperationLabel] == c.operation
 		if !ours && !o.Global && !o.InGlobalHierarchy {
-			return false, nil, &ConflictError{Object: o.ObjectRef}
+			earlier, err := c.isEarlierCopy(ctx, o, prov, hasProv && srcContent == prov.Content, existing.GetUID())
+			if err != nil {
+				return false, nil, err
+			}
+			if !earlier {
+				return false, nil, &ConflictError{Object: o.ObjectRef}
+			}
+			// An earlier move's copy, unchanged on both sides: used as found.
+			c.recordUID(o.UID, existing.GetUID())
+			return false, nil, nil
 		}
 		obj.SetUID(existing.GetUID())
 		obj.SetResourceVersion(existing.GetResourceVersion())
@@ -456,6 +474,27 @@ func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, obj 
 	return nil
 }
 
+// isEarlierCopy reports whether the object found in the target is the copy
+// an earlier move made of o, as o's provenance records, unchanged since; the
+// source side was checked by the caller (sourceUnchanged).
+func (c *Copier) isEarlierCopy(ctx context.Context, o *graph.Object, prov Provenance, sourceUnchanged bool, existing types.UID) (bool, error) {
+	if !sourceUnchanged || c.targetID == "" || prov.Target != c.targetID || prov.Copy != existing {
+		return false, nil
+	}
+	copied, err := getUnstructured(ctx, c.target, o.ObjectRef)
+	if err != nil {
+		return false, fmt.Errorf("reading %s, which an earlier move copied to the target: %w", o.ObjectRef, err)
+	}
+	return copied.GetUID() == existing && ContentHash(copied) == prov.Content, nil
+}
+
+// RecognizeCopiesIn lets the Copier take as already made the copies that
+// earlier moves made in the target with this ID, when unchanged since.
+func (c *Copier) RecognizeCopiesIn(targetID types.UID) *Copier {
+	c.targetID = targetID
+	return c
+}
+
 func (c *Copier) recordUID(source, target types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -571,7 +610,11 @@ func prepare(src *unstructured.Unstructured, operation string, ownerUIDs map[typ
 	// makes the API server answer a duplicate create with a timeout instead
 	// of AlreadyExists (kubernetes/kubernetes#32220).
 	obj.SetLabels(labels)
-	obj.SetAnnotations(src.GetAnnotations())
+	annotations := src.GetAnnotations()
+	// Where an earlier move copied the source object concerns the source
+	// object alone.
+	delete(annotations, movev1.CopiedToAnnotation)
+	obj.SetAnnotations(annotations)
 	obj.SetFinalizers(src.GetFinalizers())
 	obj.SetOwnerReferences(refs)
 	return obj, applied

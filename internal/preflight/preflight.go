@@ -10,10 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
 )
 
 // CheckCRDs fails, naming every CRD concerned, when a kind to move is not
@@ -111,8 +113,10 @@ func CheckProviders(ctx context.Context, source, target client.Reader) error {
 // TargetConflicts returns the objects of the plan that already exist in the
 // target and were not created by this operation: copying would overwrite
 // them. Global objects and their hierarchies are used as found, so they do
-// not conflict. One LIST per kind and namespace, metadata only.
-func TargetConflicts(ctx context.Context, target client.Reader, plan *graph.Plan, operation string) ([]graph.ObjectRef, error) {
+// not conflict, and neither do the copies an earlier move made (recorded on
+// the source object) while neither side has changed since. One LIST per kind
+// and namespace, metadata only, and two GETs per earlier copy.
+func TargetConflicts(ctx context.Context, source, target client.Reader, targetID types.UID, plan *graph.Plan, operation string) ([]graph.ObjectRef, error) {
 	wanted := map[schema.GroupVersionKind]map[client.ObjectKey]graph.ObjectRef{}
 	for _, o := range plan.Objects() {
 		if o.Global || o.InGlobalHierarchy {
@@ -137,7 +141,14 @@ func TargetConflicts(ctx context.Context, target client.Reader, plan *graph.Plan
 			for i := range list.Items {
 				item := &list.Items[i]
 				ref, ok := objs[client.ObjectKeyFromObject(item)]
-				if ok && item.Labels[movev1alpha1.OperationLabel] != operation {
+				if !ok || item.Labels[movev1alpha1.OperationLabel] == operation {
+					continue
+				}
+				earlier, err := earlierCopy(ctx, source, target, targetID, ref)
+				if err != nil {
+					return nil, err
+				}
+				if !earlier {
 					conflicts = append(conflicts, ref)
 				}
 			}
@@ -158,4 +169,29 @@ func namespacesOf(objs map[client.ObjectKey]graph.ObjectRef) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// earlierCopy reports whether the target's object of ref's name is the copy
+// an earlier move made of the source object, neither changed since.
+func earlierCopy(ctx context.Context, source, target client.Reader, targetID types.UID, ref graph.ObjectRef) (bool, error) {
+	get := func(c client.Reader, which string) (*unstructured.Unstructured, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(ref.GVK)
+		if err := c.Get(ctx, ref.Key(), u); err != nil {
+			return nil, fmt.Errorf("reading %s in the %s: %w", ref, which, err)
+		}
+		return u, nil
+	}
+	src, err := get(source, "source")
+	if err != nil {
+		return false, err
+	}
+	if _, ok := move.ProvenanceOf(src); !ok {
+		return false, nil
+	}
+	copied, err := get(target, "target")
+	if err != nil {
+		return false, err
+	}
+	return move.IsEarlierCopy(src, copied, targetID), nil
 }

@@ -118,6 +118,16 @@ func keysOf(s *corev1.Secret) string {
 	return strings.Join(keys, ", ")
 }
 
+// ClusterID identifies a cluster: the UID of its kube-system namespace,
+// which no address, name or credential of the cluster changes.
+func ClusterID(ctx context.Context, c client.Reader) (types.UID, error) {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace kube-system: %w", err)
+	}
+	return ns.UID, nil
+}
+
 // SameCluster reports whether two clients talk to the same cluster, by the
 // UID of their kube-system namespace: two API server URLs may lead to one
 // cluster, and a move onto itself would delete everything it copied.

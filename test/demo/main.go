@@ -462,7 +462,7 @@ func take(ctx context.Context, c client.Reader, namespaces []string) (*snapshot.
 	s, err := snapshot.Take(ctx, c, snapshot.Options{
 		Namespaces:        namespaces,
 		IgnoreLabels:      []string{movev1alpha1.OperationLabel},
-		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation},
+		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation, movev1alpha1.CopiedToAnnotation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("taking a snapshot: %w", err)

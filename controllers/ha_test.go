@@ -1,0 +1,190 @@
+package controllers_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/test/snapshot"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+// Two replicas of the operator, as the installer's Deployment may run them,
+// elect a leader; the leader is killed (SIGKILL: no release of its lease, no
+// last write) in the middle of a move, and the other one takes over once the
+// lease runs out and finishes the move as an uninterrupted one would.
+func TestTheOtherReplicaFinishesAMoveWhenTheLeaderIsKilled(t *testing.T) {
+	manager := buildManager(t)
+	for _, phase := range []movev1alpha1.MovePhase{movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting} {
+		t.Run("killed in "+string(phase), func(t *testing.T) {
+			rc := newRollbackCase(t, "ha"+strings.ToLower(string(phase[:3])))
+			ctx := context.Background()
+			g := NewWithT(t)
+			replicas := []*replica{startReplica(t, manager, "a"), startReplica(t, manager, "b")}
+			leader := waitForLeader(t, replicas)
+
+			mo := newMoveOperation(t, rc.ops, "ha", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+			killedIn := waitForPhaseThen(t, mo, phase, func() {
+				// Cut its connection first, so that it writes nothing more
+				// between the decision and its death.
+				leader.proxy.cut()
+				_ = leader.cmd.Process.Kill()
+			})
+			t.Logf("leader %s killed in %s; %s takes over", leader.name, killedIn, leader.other(replicas).name)
+			done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+
+			after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
+			if diff := snapshot.Diff(rc.before, after); diff != "" {
+				t.Fatalf("the target differs from the source before the move:\n%s", diff)
+			}
+			g.Expect(inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...).Objects).To(BeEmpty())
+			g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "controllers and webhooks as before")
+			assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+			g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Plan.Objects))
+			g.Expect(acquiredLease(leader.other(replicas).log())).To(BeTrue(), "the other replica leads now")
+		})
+	}
+}
+
+var managerBuild struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// buildManager builds the operator's binary once per test binary.
+func buildManager(t *testing.T) string {
+	t.Helper()
+	managerBuild.Do(func() {
+		root, err := testenv.RepositoryRoot("go test ./controllers/")
+		if err != nil {
+			managerBuild.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "move-operator-manager-")
+		if err != nil {
+			managerBuild.err = err
+			return
+		}
+		managerBuild.path = filepath.Join(dir, "manager")
+		cmd := exec.Command("go", "build", "-o", managerBuild.path, ".")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			managerBuild.err = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	if managerBuild.err != nil {
+		t.Fatalf("building the manager: %v", managerBuild.err)
+	}
+	return managerBuild.path
+}
+
+// replica is the operator run as a process, talking to the source through
+// a proxy of its own (so one replica can be cut off alone).
+type replica struct {
+	name    string
+	cmd     *exec.Cmd
+	proxy   *tcpProxy
+	logPath string
+}
+
+func startReplica(t *testing.T, manager, name string) *replica {
+	t.Helper()
+	proxy := startProxy(t, env.Source.Config.Host)
+	raw, err := os.ReadFile(operatorKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(strings.Replace(string(raw), proxy.upstream, proxy.addr, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{name: name, proxy: proxy, logPath: filepath.Join(dir, "manager.log")}
+	logFile, err := os.Create(r.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cmd = exec.Command(manager,
+		"--leader-elect=true", "--leader-election-namespace=default",
+		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("starting replica %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			t.Logf("replica %s log:\n%s", name, r.log())
+		}
+	})
+	return r
+}
+
+func (r *replica) log() string {
+	b, _ := os.ReadFile(r.logPath)
+	return string(b)
+}
+
+func (r *replica) other(all []*replica) *replica {
+	for _, o := range all {
+		if o != r {
+			return o
+		}
+	}
+	return nil
+}
+
+// acquiredLease reports whether a replica's log says it became leader.
+func acquiredLease(log string) bool {
+	return strings.Contains(strings.ToLower(log), "successfully acquired lease")
+}
+
+// waitForLeader returns the replica that acquired the leader election lease.
+func waitForLeader(t *testing.T, replicas []*replica) *replica {
+	t.Helper()
+	var leader *replica
+	NewWithT(t).Eventually(func() bool {
+		for _, r := range replicas {
+			if acquiredLease(r.log()) {
+				leader = r
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 50*time.Millisecond).Should(BeTrue(), "one replica must become leader")
+	return leader
+}
+
+// waitForPhaseThen calls act as soon as the MoveOperation is seen in phase,
+// and returns the phase it was in.
+func waitForPhaseThen(t *testing.T, mo *movev1alpha1.MoveOperation, phase movev1alpha1.MovePhase, act func()) movev1alpha1.MovePhase {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		got := get(NewWithT(t), mo)
+		if got.Status.Phase == phase {
+			act()
+			return phase
+		}
+		if got.Status.Phase.IsTerminal() {
+			t.Fatalf("the move ended in %s (%s: %s) before reaching %s", got.Status.Phase, got.Status.FailureReason, got.Status.FailureMessage, phase)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the move did not reach %s", phase)
+	return ""
+}

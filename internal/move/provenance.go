@@ -1,0 +1,123 @@
+package move
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+)
+
+// Provenance is what a completed move records on an object it copied and
+// kept in the source: where the copy is, and the content both had.
+type Provenance struct {
+	// Target is the ID of the target cluster (its kube-system UID).
+	Target types.UID
+	// Copy is the copy's UID in the target.
+	Copy types.UID
+	// Content is ContentHash of the object when it was copied.
+	Content string
+}
+
+func (p Provenance) String() string {
+	return fmt.Sprintf("%s/%s/%s", p.Target, p.Copy, p.Content)
+}
+
+// ProvenanceOf reads the provenance an earlier move recorded on obj.
+func ProvenanceOf(obj client.Object) (Provenance, bool) {
+	parts := strings.Split(obj.GetAnnotations()[movev1.CopiedToAnnotation], "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return Provenance{}, false
+	}
+	return Provenance{Target: types.UID(parts[0]), Copy: types.UID(parts[1]), Content: parts[2]}, true
+}
+
+// ContentHash digests what a copy carries of an object and what its
+// controllers do not write: everything but metadata and status. Equal
+// hashes on both sides mean that neither the object nor its copy changed.
+func ContentHash(u *unstructured.Unstructured) string {
+	content := map[string]any{}
+	for k, v := range u.Object {
+		if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
+			content[k] = v
+		}
+	}
+	b, _ := json.Marshal(content) // maps marshal with sorted keys: the digest is stable
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// IsEarlierCopy reports whether existing, found in the target with
+// targetID, is the copy that an earlier move made of src (src records it),
+// and neither has changed since: such a copy is taken as already made.
+// Anything else of that name in the target is a conflict.
+func IsEarlierCopy(src, existing *unstructured.Unstructured, targetID types.UID) bool {
+	p, ok := ProvenanceOf(src)
+	return ok && p.Target == targetID && p.Copy == existing.GetUID() &&
+		ContentHash(src) == p.Content && ContentHash(existing) == p.Content
+}
+
+// RecordCopies marks, in the source, every object still labelled with the
+// operation (what the move copied but keeps: the move is past deleting) with
+// the provenance of its copy in the target, and takes the label off in the
+// same write. Objects without a copy in the target just lose the label.
+func RecordCopies(ctx context.Context, source, target client.Client, targetID types.UID, ts *graph.Types, operation string, opts Options) (int, error) {
+	labelled, err := Labelled(ctx, source, ts, operation)
+	if err != nil {
+		return 0, err
+	}
+	err = forEach(ctx, labelled, opts.concurrency(), func(ctx context.Context, ref graph.ObjectRef) error {
+		if ref.GVK == namespaceGVK {
+			return nil // namespaces are unlabelled by Unlabel
+		}
+		src, err := getUnstructured(ctx, source, ref)
+		if err != nil {
+			return ignoreGone(err)
+		}
+		annotations := map[string]any{}
+		if copied, err := getUnstructured(ctx, target, ref); err == nil {
+			annotations[movev1.CopiedToAnnotation] = Provenance{Target: targetID, Copy: copied.GetUID(), Content: ContentHash(copied)}.String()
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"uid":         src.GetUID(),
+			"labels":      map[string]any{movev1.OperationLabel: nil},
+			"annotations": annotations,
+		}})
+		if err != nil {
+			return err
+		}
+		if err := retry(ctx, func() error { return source.Patch(ctx, src, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
+			return ignoreGone(fmt.Errorf("recording the copy of %s: %w", ref, err))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recording the copies of the objects kept in the source: %w", err)
+	}
+	return len(labelled), nil
+}
+
+func getUnstructured(ctx context.Context, c client.Reader, ref graph.ObjectRef) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ref.GVK)
+	err := retry(ctx, func() error { return c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u) })
+	return u, err
+}
+
+func ignoreGone(err error) error {
+	if gone(err) {
+		return nil
+	}
+	return err
+}
