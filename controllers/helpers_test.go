@@ -40,8 +40,13 @@ type clusterState struct {
 }
 
 func stateOf(ctx context.Context, g Gomega) clusterState {
+	return stateIn(ctx, g, env.Source, env.Target)
+}
+
+// stateIn is stateOf for some of the clusters.
+func stateIn(ctx context.Context, g Gomega, clusters ...*testenv.Management) clusterState {
 	st := clusterState{Replicas: map[string]int32{}, Webhooks: map[string]string{}}
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range clusters {
 		deployments := &appsv1.DeploymentList{}
 		g.Expect(m.Client.List(ctx, deployments, client.HasLabels{capiprovider.ProviderLabel})).To(Succeed())
 		for _, d := range deployments.Items {

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -197,7 +198,7 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 		if phaseOf(mo).IsTerminal() {
 			// Only once the end is written: released earlier, the claim
 			// could go to another move while this one still restores.
-			if err := r.releaseClaim(ctx, mo); err != nil {
+			if err := r.release(ctx, mo); err != nil {
 				retErr = kerrors.NewAggregate([]error{retErr, err})
 			}
 		}
@@ -222,7 +223,7 @@ func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope)
 	switch phaseOf(mo) {
 	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseDone, movev1alpha1.PhaseFailed:
 		// Nothing written yet, or the move has settled.
-		if err := r.releaseClaim(ctx, mo); err != nil {
+		if err := r.release(ctx, mo); err != nil {
 			return ctrl.Result{}, err
 		}
 		s.removeFinalizer = true
@@ -321,6 +322,55 @@ func holderOf(mo *movev1alpha1.MoveOperation) claim.Holder {
 // holds it: mo itself when it may move.
 func (r *MoveOperationReconciler) acquireClaim(ctx context.Context, mo *movev1alpha1.MoveOperation) (claim.Holder, error) {
 	return r.claimLock().Acquire(ctx, holderOf(mo), r.stillMoving)
+}
+
+// release lets go of what a move holds while it runs: the claim on the
+// source cluster and the target Secret.
+func (r *MoveOperationReconciler) release(ctx context.Context, mo *movev1alpha1.MoveOperation) error {
+	if err := r.releaseSecret(ctx, mo); err != nil {
+		return err
+	}
+	return r.releaseClaim(ctx, mo)
+}
+
+// holdSecret puts mo's finalizer on its target kubeconfig Secret.
+func (r *MoveOperationReconciler) holdSecret(ctx context.Context, mo *movev1alpha1.MoveOperation) error {
+	return r.setSecretFinalizer(ctx, mo, true)
+}
+
+// releaseSecret takes mo's finalizer off its target kubeconfig Secret.
+func (r *MoveOperationReconciler) releaseSecret(ctx context.Context, mo *movev1alpha1.MoveOperation) error {
+	if mo.Spec.DryRun {
+		return nil
+	}
+	return r.setSecretFinalizer(ctx, mo, false)
+}
+
+func (r *MoveOperationReconciler) setSecretFinalizer(ctx context.Context, mo *movev1alpha1.MoveOperation, hold bool) error {
+	key := types.NamespacedName{Namespace: mo.Namespace, Name: mo.Spec.Target.KubeconfigSecretRef.Name}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // nothing to hold (Validating waits for it) or release
+		}
+		return fmt.Errorf("getting target kubeconfig Secret %s: %w", key, err)
+	}
+	finalizer := movev1alpha1.SecretInUseFinalizerPrefix + string(mo.UID)
+	if controllerutil.ContainsFinalizer(secret, finalizer) == hold {
+		return nil
+	}
+	// Finalizers only, on the Secret's metadata: the merge patch carries no
+	// data, and the object is read through the API reader, not a cache.
+	base := secret.DeepCopy()
+	if hold {
+		controllerutil.AddFinalizer(secret, finalizer)
+	} else {
+		controllerutil.RemoveFinalizer(secret, finalizer)
+	}
+	if err := r.Source.Patch(ctx, secret, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating the finalizers of target kubeconfig Secret %s: %w", key, err)
+	}
+	return nil
 }
 
 // releaseClaim gives up mo's claim, if it holds it; a dry run never does.

@@ -46,9 +46,9 @@ func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) 
 	}
 	phase := phaseOf(s.mo)
 	fn, ok := phases[phase]
-	if !ok { // Done and Failed: nothing left to do but give up the claim.
+	if !ok { // Done and Failed: nothing left to do but let go.
 		r.runs.Delete(s.mo.UID)
-		return ctrl.Result{}, r.releaseClaim(ctx, s.mo)
+		return ctrl.Result{}, r.release(ctx, s.mo)
 	}
 	res, err := fn(ctx, s)
 	if err != nil {
@@ -250,6 +250,12 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	target, res, ok := r.target(ctx, s, false)
 	if !ok {
 		return res, nil
+	}
+	// From the first write on, the move needs the target until it has
+	// settled, also to roll back: the Secret must outlive a deletion of its
+	// namespace (which also deletes the MoveOperation) until then.
+	if err := r.holdSecret(ctx, s.mo); err != nil {
+		return ctrl.Result{}, err
 	}
 	selector, err := controllerSelectorOf(s.mo)
 	if err != nil {
@@ -506,34 +512,37 @@ func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, 
 }
 
 // reconcileRollingBack undoes a move that failed before the point of no
-// return: what it created in the target goes, the controllers come back
-// (target first), and the source's objects are unlabelled and unpaused.
+// return. The source comes back first: it still holds every object as before
+// the move, and its controllers must not wait for a target that may be away
+// for long, or for good. Then what the move created in the target goes, and
+// the target's controllers come back.
 func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
+	run := r.runFor(mo.UID)
+	if !run.sourceRestored {
+		if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); !done || err != nil {
+			return res, err
+		}
+		run.sourceRestored = true
+	}
 	target, res, ok := r.target(ctx, s, false)
 	if !ok {
 		return res, nil
 	}
-	run := r.runFor(mo.UID)
 	if !run.targetCleared {
 		targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
 		if err != nil {
-			s.waiting = fmt.Sprintf("cannot read the target %s to delete what the move created there, retrying: %v", target.Server, err)
+			s.waiting = fmt.Sprintf("the source is restored; cannot read the target %s to delete what the move created there, retrying: %v", target.Server, err)
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
 		if _, err := move.Rollback(ctx, target.Client, targetTypes, run.copyPlan, string(mo.UID), r.Move); err != nil {
-			s.waiting = fmt.Sprintf("deleting what the move created in the target %s failed, retrying: %v", target.Server, err)
+			s.waiting = fmt.Sprintf("the source is restored; deleting what the move created in the target %s failed, retrying: %v", target.Server, err)
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
 		run.targetCleared = true
 	}
-	for _, c := range []struct {
-		role movev1alpha1.ClusterRole
-		cl   client.Client
-	}{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}} {
-		if res, done, err := r.restore(ctx, s, c.cl, c.role, c.role == movev1alpha1.ClusterSource, nil); !done || err != nil {
-			return res, err
-		}
+	if res, done, err := r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, false, nil); !done || err != nil {
+		return res, err
 	}
 	s.enter(movev1alpha1.PhaseFailed)
 	return ctrl.Result{}, nil

@@ -216,6 +216,13 @@ func TestAnUnreachableTargetDuringCopyingRollsTheMoveBackOnceItIsBack(t *testing
 	g.Consistently(func(g Gomega) {
 		g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack), "the rollback cannot finish without the target")
 	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+	// The source does not wait for the target: its controllers are back and
+	// its objects unpaused while the target is still away.
+	g.Eventually(func(g Gomega) {
+		g.Expect(stateIn(context.Background(), g, env.Source).Replicas).To(Equal(sourceReplicas(rc.stateBefore)))
+		assertNoMoveMarks(context.Background(), g, env.Source.Client, rc.f.Namespaces)
+	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the source must be restored while the target is away")
+	g.Expect(proxy.cuts.Load()).To(BeNumerically(">=", 1), "the target is still cut")
 
 	proxy.restore()
 	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
@@ -295,4 +302,15 @@ func (p *tcpProxy) restore() {
 		panic(err)
 	}
 	p.serve(ln)
+}
+
+// sourceReplicas keeps the source cluster's replica counts of a state.
+func sourceReplicas(st clusterState) map[string]int32 {
+	out := map[string]int32{}
+	for k, v := range st.Replicas {
+		if strings.HasPrefix(k, env.Source.Name+" ") {
+			out[k] = v
+		}
+	}
+	return out
 }

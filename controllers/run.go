@@ -32,6 +32,8 @@ type run struct {
 	deletePlan *graph.Plan
 	nextDelete int
 
+	// sourceRestored is set once a rollback has restored the source.
+	sourceRestored bool
 	// targetCleared is set once a rollback has deleted what the move
 	// created in the target.
 	targetCleared bool

@@ -42,6 +42,12 @@ const (
 	// point of no return has rolled back, or a move after it has finished.
 	MoveOperationFinalizer = "move.cluster.x-k8s.io/moveoperation"
 
+	// SecretInUseFinalizerPrefix, followed by a MoveOperation's UID, holds
+	// the target kubeconfig Secret from the move's first write until it has
+	// settled, so that deleting the namespace (the Secret with it) cannot
+	// leave a move, or its rollback, without a way to the target.
+	SecretInUseFinalizerPrefix = "move.cluster.x-k8s.io/in-use-"
+
 	// DefaultKubeconfigSecretKey is the key of the target kubeconfig in its
 	// Secret when none is given: the Cluster API convention.
 	DefaultKubeconfigSecretKey = "value"
