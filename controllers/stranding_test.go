@@ -174,8 +174,8 @@ func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Source, "warnings")
 	var insecure []string
 	for _, line := range strings.Split(string(targetKubeconfig), "\n") {
-		if strings.Contains(line, "certificate-authority-data:") {
-			line = line[:strings.Index(line, "certificate-authority-data:")] + "insecure-skip-tls-verify: true"
+		if indent, _, found := strings.Cut(line, "certificate-authority-data:"); found {
+			line = indent + "insecure-skip-tls-verify: true"
 		}
 		insecure = append(insecure, line)
 	}

@@ -69,7 +69,7 @@ func TestAClaimIsKeptByItsHolderAndTakenOverOnlyFromAnEndedOne(t *testing.T) {
 	ctx := context.Background()
 	lock := newLock(t)
 	ended := map[claim.Holder]bool{}
-	active := func(_ context.Context, h claim.Holder) (bool, error) { return !ended[h], nil }
+	var active claim.Active = func(_ context.Context, h claim.Holder) (bool, error) { return !ended[h], nil }
 
 	mustAcquire := func(h, want claim.Holder) {
 		t.Helper()
