@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/test/localcluster"
+	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
 // ProviderLabel is the label clusterctl puts on every object of a provider.
@@ -47,6 +48,10 @@ type Options struct {
 	// first LIST of each type meets the 429 a fresh API server answers while
 	// its watch cache fills, as an operator meets on a new target.
 	ColdCaches bool
+	// Controllers, if set, runs each provider's real controllers in this
+	// process while its Deployment has a Ready pod (see live.go). Default:
+	// no controller runs; only the webhooks are served.
+	Controllers *ControllerOptions
 }
 
 // Installation is the Cluster API management setup of one local cluster, and
@@ -63,8 +68,14 @@ type Installation struct {
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 	errLog    *os.File
-	stopOnce  sync.Once
-	stopErr   error
+
+	// Live controllers, only with Options.Controllers.
+	writes       *writeLog
+	loopSwitches *loopprovider.Switches
+	loopActivity *loopprovider.Activity
+	stopLive     context.CancelFunc
+	stopOnce     sync.Once
+	stopErr      error
 }
 
 // Provider is one installed provider: its controller Deployment and the
@@ -90,6 +101,8 @@ type Provider struct {
 
 	server      *webhookServer
 	podSelector labels.Selector
+	spec        *providerSpec
+	live        *liveController
 
 	mu      sync.Mutex
 	syncErr error
@@ -207,10 +220,16 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 			return nil, err
 		}
 		p.server = newWebhookServer(p.ClusterIP+":443", handler, cert.tls, errLog)
+		p.spec = comp.spec
 		inst.Providers = append(inst.Providers, p)
 		objs = append(objs, provObjs...)
 	}
 
+	if opts.Controllers != nil {
+		if err := inst.startControllers(opts.Controllers); err != nil {
+			return nil, err
+		}
+	}
 	prepared := time.Since(began)
 	if err := inst.watchPods(c); err != nil {
 		return nil, err
@@ -225,6 +244,11 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 		}
 		if err := p.WaitServing(ctx, true); err != nil {
 			return nil, err
+		}
+		if p.live != nil {
+			if err := p.WaitControllers(ctx, true); err != nil {
+				return nil, err
+			}
 		}
 	}
 	available := time.Since(began)
@@ -507,6 +531,9 @@ func (i *Installation) watchPods(c *localcluster.Cluster) error {
 	lister := podInformer.Lister()
 	sync := func() {
 		for _, p := range i.Providers {
+			if p.live != nil {
+				p.live.poke()
+			}
 			pods, err := lister.Pods(p.Namespace).List(p.podSelector)
 			ready := err == nil && anyReady(pods)
 			err = p.server.setServing(ready)
@@ -529,6 +556,14 @@ func (i *Installation) watchPods(c *localcluster.Cluster) error {
 		defer close(i.watchDone)
 		informer.Run(ctx.Done())
 	}()
+	liveCtx, stopLive := context.WithCancel(context.Background())
+	i.stopLive = stopLive
+	for _, p := range i.Providers {
+		if p.live != nil {
+			p.live.lister = lister
+			go p.live.loop(liveCtx)
+		}
+	}
 	return nil
 }
 
@@ -550,6 +585,16 @@ func anyReady(pods []*corev1.Pod) bool {
 // call more than once; stopping the cluster calls it too.
 func (i *Installation) Stop() error {
 	i.stopOnce.Do(func() {
+		// Controllers first, while the API server still answers their
+		// graceful shutdown (and the pod finalizers can be removed).
+		if i.stopLive != nil {
+			i.stopLive()
+			for _, p := range i.Providers {
+				if p.live != nil {
+					<-p.live.done
+				}
+			}
+		}
 		if i.stopWatch != nil {
 			i.stopWatch()
 			<-i.watchDone

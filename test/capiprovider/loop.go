@@ -12,13 +12,14 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
 // The "loop" infrastructure provider exists only in tests: its machines are
@@ -33,20 +34,20 @@ import (
 var loopConfig embed.FS
 
 // LoopGroupVersion is the API group and version of the loop provider's kinds.
-var LoopGroupVersion = schema.GroupVersion{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1"}
+var LoopGroupVersion = loopprovider.GroupVersion
 
 // Kinds of the loop infrastructure provider.
 const (
-	LoopClusterKind         = "LoopCluster"
-	LoopClusterTemplateKind = "LoopClusterTemplate"
-	LoopMachineKind         = "LoopMachine"
-	LoopMachineTemplateKind = "LoopMachineTemplate"
-	LoopMachinePoolKind     = "LoopMachinePool"
-	LoopClusterIdentityKind = "LoopClusterIdentity"
+	LoopClusterKind         = loopprovider.ClusterKind
+	LoopClusterTemplateKind = loopprovider.ClusterTemplateKind
+	LoopMachineKind         = loopprovider.MachineKind
+	LoopMachineTemplateKind = loopprovider.MachineTemplateKind
+	LoopMachinePoolKind     = loopprovider.MachinePoolKind
+	LoopClusterIdentityKind = loopprovider.ClusterIdentityKind
 )
 
 // LoopProviderIDPrefix starts every providerID of a simulated machine.
-const LoopProviderIDPrefix = "loop:///"
+const LoopProviderIDPrefix = loopprovider.ProviderIDPrefix
 
 type loopRule func(obj, old *unstructured.Unstructured) field.ErrorList
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -44,6 +45,9 @@ type providerSpec struct {
 	// setupWebhooks registers the provider's admission and conversion
 	// webhooks on mgr; reader reads the cluster directly.
 	setupWebhooks func(mgr manager.Manager, reader client.Reader) error
+	// newManager builds the provider's controllers as its main.go does
+	// (see managers.go).
+	newManager func(ctx context.Context, cfg *rest.Config, env *controllerEnv) (manager.Manager, error)
 }
 
 func (s *providerSpec) manifestLabel() string {
@@ -52,13 +56,13 @@ func (s *providerSpec) manifestLabel() string {
 
 var providerSpecs = []*providerSpec{
 	{name: "cluster-api", providerType: clusterctlv1.CoreProviderType, configDir: "core/config/default",
-		serviceHost: 10, setupWebhooks: setupCoreWebhooks},
+		serviceHost: 10, setupWebhooks: setupCoreWebhooks, newManager: newCoreManager},
 	{name: "kubeadm", providerType: clusterctlv1.BootstrapProviderType, configDir: "bootstrap/kubeadm/config/default",
-		serviceHost: 11, setupWebhooks: setupKubeadmBootstrapWebhooks},
+		serviceHost: 11, setupWebhooks: setupKubeadmBootstrapWebhooks, newManager: newKubeadmBootstrapManager},
 	{name: "kubeadm", providerType: clusterctlv1.ControlPlaneProviderType, configDir: "controlplane/kubeadm/config/default",
-		serviceHost: 12, setupWebhooks: setupKubeadmControlPlaneWebhooks},
+		serviceHost: 12, setupWebhooks: setupKubeadmControlPlaneWebhooks, newManager: newKubeadmControlPlaneManager},
 	{name: "loop", providerType: clusterctlv1.InfrastructureProviderType, configDir: "default", loop: true,
-		serviceHost: 13, setupWebhooks: setupLoopWebhooks},
+		serviceHost: 13, setupWebhooks: setupLoopWebhooks, newManager: newLoopManager},
 }
 
 // components are a provider's objects as `clusterctl init` applies them,

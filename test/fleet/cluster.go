@@ -18,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
 // Finalizers of the loop provider's kinds, as a provider's controllers add them.
 const (
-	loopClusterFinalizer     = "loopcluster.infrastructure.cluster.x-k8s.io"
-	loopMachineFinalizer     = "loopmachine.infrastructure.cluster.x-k8s.io"
-	loopMachinePoolFinalizer = "loopmachinepool.infrastructure.cluster.x-k8s.io"
+	loopClusterFinalizer     = loopprovider.ClusterFinalizer
+	loopMachineFinalizer     = loopprovider.MachineFinalizer
+	loopMachinePoolFinalizer = loopprovider.MachinePoolFinalizer
 	// Finalizers of the IPAM in-cluster provider.
 	ipClaimFinalizer   = "ipam.cluster.x-k8s.io/ReleaseAddress"
 	ipAddressFinalizer = "ipam.cluster.x-k8s.io/ProtectAddress"
@@ -45,6 +46,9 @@ type clusterBuilder struct {
 
 	cluster *clusterv1.Cluster
 	kcp     *controlplanev1.KubeadmControlPlane
+	// cpBootstrap, if set, gives the i-th control-plane Machine's
+	// KubeadmConfig spec.
+	cpBootstrap func(i int, name string) (bootstrapv1.KubeadmConfigSpec, error)
 }
 
 func (b *clusterBuilder) topology() bool { return b.class != nil }
@@ -81,9 +85,22 @@ func cloned(obj client.Object, templateName, templateGroupKind string) {
 	obj.SetAnnotations(a)
 }
 
-// endpoint is the workload cluster's (loopback, never dialled) API address.
+// endpoint is the workload cluster's API address: the shared workload API
+// server of a live fleet, or a loopback address never dialled.
 func (b *clusterBuilder) endpoint() string {
+	if b.opts.Live != nil {
+		host, _ := b.opts.Live.Workload.Endpoint()
+		return host
+	}
 	return fmt.Sprintf("127.99.%d.%d", b.index/250, b.index%250+1)
+}
+
+func (b *clusterBuilder) endpointPort() int32 {
+	if b.opts.Live != nil {
+		_, port := b.opts.Live.Workload.Endpoint()
+		return port
+	}
+	return 6443
 }
 
 func (b *clusterBuilder) build(ctx context.Context) error {
@@ -95,6 +112,7 @@ func (b *clusterBuilder) build(ctx context.Context) error {
 		b.createMachinePool,
 		b.createMachineHealthCheck,
 		b.createResourceSetBinding,
+		b.unpause,
 		b.setClusterStatus,
 	}
 	for _, step := range steps {
@@ -124,10 +142,15 @@ func (b *clusterBuilder) createCluster(ctx context.Context) error {
 				Pods:     clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}},
 				Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.128.0.0/12"}},
 			},
-			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: b.endpoint(), Port: 6443},
+			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: b.endpoint(), Port: b.endpointPort()},
 			InfrastructureRef:    clusterv1.ContractVersionedObjectReference{APIGroup: loopGroup, Kind: capiprovider.LoopClusterKind, Name: b.name(b.wc.Name)},
 			ControlPlaneRef:      clusterv1.ContractVersionedObjectReference{APIGroup: controlPlaneGroup, Kind: "KubeadmControlPlane", Name: b.name(b.controlPlaneBase())},
 		},
+	}
+	if b.opts.Live != nil {
+		// Created paused, as a move creates clusters in its target, so that
+		// no controller acts on a half-made cluster; unpaused once complete.
+		c.Spec.Paused = ptr.To(true)
 	}
 	if b.topology() {
 		classRef := clusterv1.ClusterClassRef{Name: b.class.name}
@@ -163,7 +186,7 @@ func (b *clusterBuilder) createInfrastructureCluster(ctx context.Context) error 
 		cloned(lc, ClusterClassName+"-cluster", capiprovider.LoopClusterTemplateKind+"."+loopGroup)
 	}
 	setNested(lc, map[string]any{
-		"controlPlaneEndpoint": map[string]any{"host": b.endpoint(), "port": int64(6443)},
+		"controlPlaneEndpoint": map[string]any{"host": b.endpoint(), "port": int64(b.endpointPort())},
 		"identityRef":          map[string]any{"name": b.identity},
 		"failureDomains":       []any{"zone-a", "zone-b"},
 	}, "spec")
@@ -181,9 +204,9 @@ func (b *clusterBuilder) createInfrastructureCluster(ctx context.Context) error 
 
 // loopMachineTemplate creates a LoopMachineTemplate owned by the Cluster, for
 // a MachineDeployment or the KubeadmControlPlane.
-func (b *clusterBuilder) loopMachineTemplate(ctx context.Context, name, flavor, classTemplate string) error {
+func (b *clusterBuilder) loopMachineTemplate(ctx context.Context, name, flavor, classTemplate string, extraLabels ...string) error {
 	t := newLoop(capiprovider.LoopMachineTemplateKind, b.wc.Namespace, name)
-	t.SetLabels(b.labels())
+	t.SetLabels(b.labels(extraLabels...))
 	t.SetOwnerReferences([]metav1.OwnerReference{b.w.ownerRef(b.cluster, false)})
 	if b.topology() {
 		cloned(t, classTemplate, capiprovider.LoopMachineTemplateKind+"."+loopGroup)
@@ -226,6 +249,14 @@ func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
 	if b.topology() {
 		cloned(kcp, ClusterClassName+"-control-plane", "KubeadmControlPlaneTemplate."+controlPlaneGroup)
 	}
+	if b.opts.Live != nil {
+		kcp.Spec.KubeadmConfigSpec = b.opts.Live.kubeadmConfigSpec()
+		if b.topology() {
+			// The topology controller labels the control plane's machine
+			// template as the control plane itself.
+			kcp.Spec.MachineTemplate.ObjectMeta.Labels = b.labels()
+		}
+	}
 	b.kcp = kcp
 	if err := b.w.create(ctx, kcp, nil); err != nil {
 		return err
@@ -233,18 +264,34 @@ func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
 	if err := b.createClusterSecrets(ctx); err != nil {
 		return err
 	}
+	if b.opts.Live != nil {
+		// The KubeadmConfigs of control-plane Machines are what
+		// KubeadmControlPlane computes from its spec: the first one for
+		// kubeadm init, the others for join.
+		b.cpBootstrap = func(i int, name string) (bootstrapv1.KubeadmConfigSpec, error) {
+			return b.opts.Live.controlPlaneBootstrap(kcp, b.cluster, i > 0, name)
+		}
+	}
 
 	var machines []string
 	for i := range b.opts.ControlPlaneReplicas {
 		name := kcp.Name + "-" + suffix(fmt.Sprintf("%s/%s/cp/%d", b.wc.Namespace, kcp.Name, i))
 		machines = append(machines, name)
+		bootstrap := bootstrapv1.KubeadmConfigSpec{JoinConfiguration: bootstrapv1.JoinConfiguration{ControlPlane: &bootstrapv1.JoinControlPlane{}}}
+		if b.cpBootstrap != nil {
+			var err error
+			if bootstrap, err = b.cpBootstrap(i, name); err != nil {
+				return err
+			}
+		}
 		err := b.createMachine(ctx, machineParams{
 			name:  name,
 			owner: kcp,
 			labels: b.labels(
 				clusterv1.MachineControlPlaneLabel, "",
 				clusterv1.MachineControlPlaneNameLabel, kcp.Name),
-			bootstrap:     bootstrapv1.KubeadmConfigSpec{JoinConfiguration: bootstrapv1.JoinConfiguration{ControlPlane: &bootstrapv1.JoinControlPlane{}}},
+			controlPlane:  true,
+			bootstrap:     bootstrap,
 			infraTemplate: infraTemplate,
 			flavor:        "large",
 			failureDomain: "zone-a",
@@ -289,6 +336,9 @@ func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
 // a cluster: certificates and the admin kubeconfig.
 func (b *clusterBuilder) createClusterSecrets(ctx context.Context) error {
 	owner := []metav1.OwnerReference{b.w.ownerRef(b.kcp, true)}
+	if b.opts.Live != nil {
+		return b.opts.Live.createClusterSecrets(ctx, b.w, b.wc.Namespace, b.wc.Name, b.labels(), owner)
+	}
 	pem := func(kind string) []byte {
 		return []byte("-----BEGIN " + kind + "-----\n" + suffix(b.wc.Name+kind) + "loopfixture\n-----END " + kind + "-----\n")
 	}
@@ -345,6 +395,7 @@ type machineParams struct {
 	flavor            string
 	failureDomain     string
 	claimAddress      bool
+	controlPlane      bool
 }
 
 // createMachine creates a Machine with its KubeadmConfig, bootstrap data
@@ -383,6 +434,9 @@ func (b *clusterBuilder) createMachine(ctx context.Context, p machineParams) err
 	if p.bootstrapTemplate != "" {
 		cloned(kc, p.bootstrapTemplate, "KubeadmConfigTemplate."+bootstrapGroup)
 	}
+	if p.controlPlane && b.opts.Live != nil {
+		b.opts.Live.recordCertificateExpiry(kc)
+	}
 	if err := b.createBootstrapConfig(ctx, kc); err != nil {
 		return err
 	}
@@ -411,16 +465,17 @@ func (b *clusterBuilder) createMachine(ctx context.Context, p machineParams) err
 			return err
 		}
 	}
+	if b.opts.Live != nil {
+		if err := b.opts.Live.provision(ctx, b.wc.Namespace, capiprovider.LoopMachineKind, p.name, p.name, p.flavor, p.failureDomain, address, p.controlPlane, b.nodeInfo(p.name)); err != nil {
+			return err
+		}
+	}
 
 	m.Status = clusterv1.MachineStatus{
 		Initialization: clusterv1.MachineInitializationStatus{InfrastructureProvisioned: ptr.To(true), BootstrapDataSecretCreated: ptr.To(true)},
 		NodeRef:        clusterv1.MachineNodeReference{Name: p.name},
-		NodeInfo: &corev1.NodeSystemInfo{
-			KubeletVersion: b.opts.KubernetesVersion, ContainerRuntimeVersion: "containerd://2.1.4",
-			OperatingSystem: "linux", Architecture: "amd64", OSImage: "Loop Linux", KernelVersion: "6.12.0-loop",
-			MachineID: suffix(p.name + "/machine-id"), SystemUUID: suffix(p.name + "/uuid"), BootID: suffix(p.name + "/boot"),
-		},
-		LastUpdated: metav1.NewTime(time.Now().Truncate(time.Second)),
+		NodeInfo:       ptr.To(b.nodeInfo(p.name)),
+		LastUpdated:    metav1.NewTime(time.Now().Truncate(time.Second)),
 		Addresses: clusterv1.MachineAddresses{
 			{Type: clusterv1.MachineInternalIP, Address: address},
 			{Type: clusterv1.MachineHostName, Address: p.name},
@@ -439,6 +494,15 @@ func (b *clusterBuilder) createMachine(ctx context.Context, p machineParams) err
 			notDeleting()),
 	}
 	return b.w.setStatus(ctx, m)
+}
+
+// nodeInfo is what the kubelet of a simulated node reports.
+func (b *clusterBuilder) nodeInfo(name string) corev1.NodeSystemInfo {
+	return corev1.NodeSystemInfo{
+		KubeletVersion: b.opts.KubernetesVersion, ContainerRuntimeVersion: "containerd://2.1.4",
+		OperatingSystem: "linux", Architecture: "amd64", OSImage: "Loop Linux", KernelVersion: "6.12.0-loop",
+		MachineID: suffix(name + "/machine-id"), SystemUUID: suffix(name + "/uuid"), BootID: suffix(name + "/boot"),
+	}
 }
 
 // machineAddress is a loopback address for a simulated machine.
@@ -539,7 +603,11 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 	if err := b.w.create(ctx, bootstrapTemplate, nil); err != nil {
 		return err
 	}
-	if err := b.loopMachineTemplate(ctx, mdName, "small", classTemplate); err != nil {
+	var topologyLabels []string
+	if b.topology() {
+		topologyLabels = []string{clusterv1.ClusterTopologyMachineDeploymentNameLabel, "md-0"}
+	}
+	if err := b.loopMachineTemplate(ctx, mdName, "small", classTemplate, topologyLabels...); err != nil {
 		return err
 	}
 
@@ -575,18 +643,33 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 		},
 		Spec: clusterv1.MachineDeploymentSpec{ClusterName: b.wc.Name, Replicas: &workers, Template: template},
 	}
+	if b.topology() && b.opts.Live != nil {
+		// As the topology controller computes it, so that its first
+		// reconcile changes neither (a changed selector would orphan the
+		// MachineSet, which would then scale up anew).
+		md.Spec.Selector.MatchLabels = map[string]string{
+			clusterv1.ClusterNameLabel:                          b.wc.Name,
+			clusterv1.ClusterTopologyOwnedLabel:                 "",
+			clusterv1.ClusterTopologyMachineDeploymentNameLabel: "md-0",
+		}
+		md.Spec.Template.Labels = b.labels(clusterv1.ClusterTopologyMachineDeploymentNameLabel, "md-0")
+	}
 	if err := b.w.create(ctx, md, nil); err != nil {
 		return err
 	}
 
 	hash := suffix(mdName + "/template")
-	msLabels := b.labels(clusterv1.MachineDeploymentNameLabel, md.Name, clusterv1.MachineDeploymentUniqueLabel, hash)
 	msTemplate := *template.DeepCopy()
 	msTemplate.Labels = map[string]string{}
 	for k, v := range md.Spec.Template.Labels {
 		msTemplate.Labels[k] = v
 	}
 	msTemplate.Labels[clusterv1.MachineDeploymentUniqueLabel] = hash
+	// The MachineDeployment controller labels a MachineSet as its machines.
+	msLabels := map[string]string{clusterv1.MachineDeploymentNameLabel: md.Name}
+	for k, v := range msTemplate.Labels {
+		msLabels[k] = v
+	}
 	selector := metav1.LabelSelector{MatchLabels: map[string]string{}}
 	for k, v := range md.Spec.Selector.MatchLabels {
 		selector.MatchLabels[k] = v
@@ -705,6 +788,13 @@ func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
 	if err := b.w.create(ctx, mp, nil); err != nil {
 		return err
 	}
+	if b.opts.Live != nil {
+		for _, ref := range nodeRefs {
+			if err := b.opts.Live.provision(ctx, b.wc.Namespace, capiprovider.LoopMachinePoolKind, name, ref.Name, "small", "", b.machineAddress(ref.Name), false, b.nodeInfo(ref.Name)); err != nil {
+				return err
+			}
+		}
+	}
 	owner := []metav1.OwnerReference{b.w.ownerRef(mp, true)}
 	labels := map[string]string{clusterv1.ClusterNameLabel: b.wc.Name, clusterv1.MachinePoolNameLabel: name}
 	kc := &bootstrapv1.KubeadmConfig{
@@ -794,6 +884,12 @@ func (b *clusterBuilder) createMachineHealthCheck(ctx context.Context) error {
 }
 
 func (b *clusterBuilder) createResourceSetBinding(ctx context.Context) error {
+	if b.opts.Live != nil {
+		// The ClusterResourceSet controller, which does not look at the
+		// Cluster's pause, makes the binding as soon as the Cluster exists
+		// and applies the resources to the workload cluster itself.
+		return nil
+	}
 	applied := metav1.NewTime(time.Now().Truncate(time.Second))
 	var resources []addonsv1.ResourceBinding
 	for _, r := range b.crs.resources {
@@ -816,6 +912,19 @@ func (b *clusterBuilder) createResourceSetBinding(ctx context.Context) error {
 		},
 	}
 	return b.w.create(ctx, binding, nil)
+}
+
+// unpause hands a live fleet's complete cluster over to the controllers.
+func (b *clusterBuilder) unpause(ctx context.Context) error {
+	if b.opts.Live == nil {
+		return nil
+	}
+	patch := client.MergeFrom(b.cluster.DeepCopy())
+	b.cluster.Spec.Paused = nil
+	if err := b.w.c.Patch(ctx, b.cluster, patch); err != nil {
+		return fmt.Errorf("unpausing Cluster %s/%s: %w", b.wc.Namespace, b.wc.Name, err)
+	}
+	return nil
 }
 
 // setClusterStatus writes the status of a provisioned Cluster: what

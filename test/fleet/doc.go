@@ -29,5 +29,16 @@
 // Machine with a nodeRef. Names are derived deterministically from the
 // options, so two fleets created with the same options look alike.
 //
-// The fixture writes what the controllers would write; no controller runs.
+// The fixture writes what the controllers would write. Without
+// Options.Live it is meant for clusters where no controller runs. With
+// Options.Live (live controllers, testenv.Options.Controllers) it also makes
+// what the controllers and the infrastructure would have made outside the
+// management cluster (VMs in the cloud, Nodes and static pods in the
+// workload API server, real certificates and a working kubeconfig, see
+// Live), creates each Cluster paused and unpauses it once complete (as a
+// move creates clusters in its target), and leaves the
+// ClusterResourceSetBinding to the ClusterResourceSet controller, so the
+// controllers take the fleet over without creating or deleting a Machine
+// or a VM. ClusterClass-based clusters carry the labels and selectors the
+// topology controller computes, in both modes.
 package fleet

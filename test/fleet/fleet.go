@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -12,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -46,6 +49,9 @@ type Options struct {
 	KubernetesVersion string
 	// Concurrency bounds the clusters created at once. Default 4.
 	Concurrency int
+	// Live, if set, makes the fleet for a management cluster whose
+	// controllers run (testenv.Options.Controllers): see Live.
+	Live *Live
 }
 
 // Shape is how a workload cluster is defined.
@@ -176,7 +182,7 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 		}
 	}
 	for _, ns := range sortedKeys(needClass) {
-		cc, err := createClusterClass(ctx, w, ns)
+		cc, err := createClusterClass(ctx, w, ns, opts.Live)
 		if err != nil {
 			return nil, err
 		}
@@ -258,10 +264,7 @@ func (w *writer) create(ctx context.Context, obj client.Object, status func()) e
 		return nil
 	}
 	status()
-	if err := w.c.Status().Update(ctx, obj); err != nil {
-		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
-	}
-	return nil
+	return w.setStatus(ctx, obj)
 }
 
 func (w *writer) count(gvk schema.GroupVersionKind) {
@@ -322,10 +325,20 @@ func sortedKeys(m map[string]bool) []string {
 // loopGV is the API version of the loop infrastructure provider's kinds.
 var loopGV = capiprovider.LoopGroupVersion
 
-// setStatus writes obj's status through the status subresource.
+// setStatus writes obj's status through the status subresource, as a
+// merge patch of the whole status: live controllers may be writing the
+// same object (their Paused condition), which an update would conflict with.
 func (w *writer) setStatus(ctx context.Context, obj client.Object) error {
-	if err := w.c.Status().Update(ctx, obj); err != nil {
-		gvk, _ := apiutil.GVKForObject(obj, w.c.Scheme())
+	gvk, _ := apiutil.GVKForObject(obj, w.c.Scheme())
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("reading the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	body, err := json.Marshal(map[string]any{"status": fields["status"]})
+	if err != nil {
+		return err
+	}
+	if err := w.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil

@@ -133,7 +133,7 @@ type classRefs struct {
 // templates owned by the ClusterClass (as the ClusterClass controller sets),
 // and writes the status its controller writes, which the Cluster webhook
 // requires before validating a topology against the class.
-func createClusterClass(ctx context.Context, w *writer, ns string) (*classRefs, error) {
+func createClusterClass(ctx context.Context, w *writer, ns string, live *Live) (*classRefs, error) {
 	cc := &clusterv1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ClusterClassName}}
 	infraTemplate := newLoop(capiprovider.LoopClusterTemplateKind, ns, ClusterClassName+"-cluster")
 	setNested(infraTemplate, map[string]any{"failureDomains": []any{"zone-a", "zone-b"}}, "spec", "template", "spec")
@@ -142,6 +142,9 @@ func createClusterClass(ctx context.Context, w *writer, ns string) (*classRefs, 
 	workerInfraTemplate := newLoop(capiprovider.LoopMachineTemplateKind, ns, ClusterClassName+"-"+workerClass)
 	setNested(workerInfraTemplate, "small", "spec", "template", "spec", "flavor")
 	cpTemplate := &controlplanev1.KubeadmControlPlaneTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ClusterClassName + "-control-plane"}}
+	if live != nil {
+		cpTemplate.Spec.Template.Spec.KubeadmConfigSpec = live.kubeadmConfigSpec()
+	}
 	workerBootstrapTemplate := &bootstrapv1.KubeadmConfigTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ClusterClassName + "-" + workerClass}}
 
 	ref := func(apiVersion, kind, name string) clusterv1.ClusterClassTemplateReference {

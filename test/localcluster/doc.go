@@ -27,6 +27,11 @@
 // Binaries are found in $KUBEBUILDER_ASSETS or, when that is unset, by running
 // hack/kube-binaries.sh from the repository root (see BinaryDir).
 //
+// StartAPIServer starts a bare control plane instead (etcd and
+// kube-apiserver only, with a certificate authority given by the caller that
+// both signs its serving certificate and authenticates clients, as kubeadm
+// sets a cluster up): the shared workload API server of package workload.
+//
 // This package never installs anything into the cluster beyond the fake Node;
 // Cluster API components live in package capiprovider.
 package localcluster

@@ -9,6 +9,14 @@
 //		testenv.Main(m, testenv.Options{CAPI: true}, &env)
 //	}
 //
+// With Options.Controllers (and CAPI) the providers' real controllers run
+// in both clusters while their Deployments have Ready pods (see package
+// capiprovider), with one simulated cloud (Env.Cloud, package cloud) and
+// one workload API server (Env.Workload, package workload) shared by both
+// clusters, as a cloud account and the workload clusters are shared by
+// every management cluster in the real world. Without it nothing
+// reconciles, and the clusters start as before.
+//
 // When a test fails, Main prints where each cluster's process logs are and
 // keeps them; when all pass, it removes them.
 package testenv

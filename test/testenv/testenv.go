@@ -18,13 +18,20 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/cloud"
 	"github.com/move-operator/move-operator/test/localcluster"
+	"github.com/move-operator/move-operator/test/workload"
 )
 
 // Options tune Start.
 type Options struct {
 	// CAPI installs the Cluster API management setup in both clusters.
 	CAPI bool
+	// Controllers (with CAPI) runs the providers' real controllers in both
+	// clusters while their Deployments have Ready pods, with one simulated
+	// cloud shared by both (Env.Cloud). Off by default: most tests need
+	// only the webhooks, and start faster without controllers.
+	Controllers bool
 	// Logf receives progress lines. Default: standard error.
 	Logf func(format string, args ...any)
 	// Logger is given to controller-runtime's log.SetLogger by Main; the
@@ -39,6 +46,12 @@ type Env struct {
 	// StartupDuration is how long starting both clusters (and installing
 	// Cluster API, when asked) took.
 	StartupDuration time.Duration
+	// Cloud is the simulated cloud account both clusters' loop provider
+	// uses, nil unless Options.Controllers.
+	Cloud *cloud.Cloud
+	// Workload is the API server every workload cluster of the fleets
+	// points at, nil unless Options.Controllers.
+	Workload *workload.Server
 }
 
 // Management is one local management cluster with a client for it.
@@ -55,8 +68,22 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
+	if opts.Controllers && !opts.CAPI {
+		return nil, errors.New("testenv: Controllers needs CAPI")
+	}
 	began := time.Now()
 	env := &Env{}
+	workloadDone := make(chan error, 1)
+	if opts.Controllers {
+		env.Cloud = cloud.New()
+		go func() {
+			w, err := workload.Start(ctx, workload.Options{Logf: opts.Logf})
+			env.Workload = w
+			workloadDone <- err
+		}()
+	} else {
+		workloadDone <- nil
+	}
 	type result struct {
 		m   *Management
 		err error
@@ -64,13 +91,13 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	results := map[string]chan result{"source": make(chan result, 1), "target": make(chan result, 1)}
 	for name, ch := range results {
 		go func() {
-			m, err := startManagement(ctx, name, opts)
+			m, err := startManagement(ctx, name, opts, env)
 			ch <- result{m, err}
 		}()
 	}
 	src, tgt := <-results["source"], <-results["target"]
 	env.Source, env.Target = src.m, tgt.m
-	if err := errors.Join(src.err, tgt.err); err != nil {
+	if err := errors.Join(src.err, tgt.err, <-workloadDone); err != nil {
 		return nil, errors.Join(err, env.Stop())
 	}
 	env.StartupDuration = time.Since(began)
@@ -78,12 +105,15 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.CAPI {
 		what += " with Cluster API installed"
 	}
+	if opts.Controllers {
+		what += " and its controllers running"
+	}
 	opts.Logf("%s ready in %s (source %s, target %s)", what, env.StartupDuration.Round(time.Millisecond),
 		env.Source.StartupDuration.Round(time.Millisecond), env.Target.StartupDuration.Round(time.Millisecond))
 	return env, nil
 }
 
-func startManagement(ctx context.Context, name string, opts Options) (*Management, error) {
+func startManagement(ctx context.Context, name string, opts Options, env *Env) (*Management, error) {
 	c, err := localcluster.Start(ctx, name, localcluster.Options{Logf: opts.Logf})
 	if err != nil {
 		return nil, err
@@ -93,7 +123,11 @@ func startManagement(ctx context.Context, name string, opts Options) (*Managemen
 		return m, fmt.Errorf("creating a client for %s: %w", c, err)
 	}
 	if opts.CAPI {
-		if m.CAPI, err = capiprovider.Install(ctx, c, capiprovider.Options{Logf: opts.Logf}); err != nil {
+		capiOpts := capiprovider.Options{Logf: opts.Logf}
+		if opts.Controllers {
+			capiOpts.Controllers = &capiprovider.ControllerOptions{Cloud: env.Cloud}
+		}
+		if m.CAPI, err = capiprovider.Install(ctx, c, capiOpts); err != nil {
 			return m, err
 		}
 	}
@@ -103,6 +137,10 @@ func startManagement(ctx context.Context, name string, opts Options) (*Managemen
 // Stop stops both clusters (logs stay; see RemoveLogs).
 func (e *Env) Stop() error {
 	var errs []error
+	if e.Cloud != nil {
+		// Held cloud calls would keep controllers from stopping.
+		e.Cloud.Close()
+	}
 	for _, m := range []*Management{e.Source, e.Target} {
 		if m == nil {
 			continue
@@ -111,6 +149,9 @@ func (e *Env) Stop() error {
 			errs = append(errs, m.CAPI.Stop())
 		}
 		errs = append(errs, m.Stop())
+	}
+	if e.Workload != nil {
+		errs = append(errs, e.Workload.Stop())
 	}
 	return errors.Join(errs...)
 }
@@ -123,6 +164,9 @@ func (e *Env) RemoveLogs() error {
 			errs = append(errs, m.RemoveLogs())
 		}
 	}
+	if e.Workload != nil {
+		errs = append(errs, e.Workload.RemoveLogs())
+	}
 	return errors.Join(errs...)
 }
 
@@ -133,6 +177,9 @@ func (e *Env) LogDirs() string {
 		if m != nil {
 			dirs = append(dirs, m.Name+": "+m.LogDir)
 		}
+	}
+	if e.Workload != nil {
+		dirs = append(dirs, "workload: "+e.Workload.API.LogDir)
 	}
 	return strings.Join(dirs, ", ")
 }

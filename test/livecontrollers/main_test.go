@@ -1,0 +1,13 @@
+package livecontrollers_test
+
+import (
+	"testing"
+
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{CAPI: true, Controllers: true}, &env)
+}
