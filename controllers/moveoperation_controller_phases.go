@@ -406,6 +406,9 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 	}
 	plan := run.copyPlan
 	progress := progressOf(mo, plan)
+	// The total is what this move copies: the pinned plan, which leaves out
+	// whatever was deleted since Validating counted it.
+	progress.Total = int32(plan.Len())
 	if run.nextCopy < len(plan.Groups) {
 		if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
 			var conflict *move.ConflictError

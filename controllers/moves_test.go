@@ -116,8 +116,8 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 			movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget,
 			movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone}))
 		g.Expect(done.Status.Plan).NotTo(BeNil())
-		g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Plan.Objects))
-		g.Expect(done.Status.Progress.Summary).To(Equal(fmt.Sprintf("%d/%d", done.Status.Plan.Objects, done.Status.Plan.Objects)))
+		g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Progress.Total))
+		g.Expect(done.Status.Progress.Summary).To(Equal(fmt.Sprintf("%d/%d", done.Status.Progress.Total, done.Status.Progress.Total)))
 		g.Expect(done.Status.StartTime).NotTo(BeNil())
 		g.Expect(done.Status.CompletionTime).NotTo(BeNil())
 		g.Expect(done.Status.Controllers).To(HaveLen(2 * len(env.Source.CAPI.Providers)))
