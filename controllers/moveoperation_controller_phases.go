@@ -406,9 +406,9 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 	}
 	plan := run.copyPlan
 	progress := progressOf(mo, plan)
-	// The total is what this move copies: the pinned plan, which leaves out
-	// whatever was deleted since Validating counted it.
-	progress.Total = int32(plan.Len())
+	// Progress is derived from the run on every reconcile, never added to:
+	// a status write lost to a conflict is then made good by the next one.
+	setCopyProgress(progress, plan, run.nextCopy)
 	if run.nextCopy < len(plan.Groups) {
 		if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
 			var conflict *move.ConflictError
@@ -431,8 +431,7 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
 		run.nextCopy++
-		progress.CopiedGroups = int32(run.nextCopy)
-		progress.Copied = int32(objectsIn(plan.Groups[:run.nextCopy]))
+		setCopyProgress(progress, plan, run.nextCopy)
 		progress.LastProgressTime = ptrTime(time.Now())
 		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
@@ -464,9 +463,16 @@ func (r *MoveOperationReconciler) reconcileDeleting(ctx context.Context, s *scop
 		}
 		run.copier = nil
 		run.nextDelete = len(run.deletePlan.Groups) - 1
+		// What the status counted before this plan (a restart rebuilds it
+		// from what is left in the source): the run counts on from there.
+		p := progressOf(mo, run.deletePlan)
+		run.deletedBefore, run.deletedGroupsBefore = p.Deleted, p.DeletedGroups
+		run.deleted, run.deletedGroups = 0, 0
 	}
 	plan := run.deletePlan
 	progress := progressOf(mo, plan)
+	progress.Deleted = run.deletedBefore + run.deleted
+	progress.DeletedGroups = run.deletedGroupsBefore + run.deletedGroups
 	if run.nextDelete >= 0 {
 		result, err := move.DeleteGroup(ctx, r.Source, plan, run.nextDelete, r.Move)
 		if err != nil {
@@ -474,8 +480,10 @@ func (r *MoveOperationReconciler) reconcileDeleting(ctx context.Context, s *scop
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
 		run.nextDelete--
-		progress.Deleted += int32(result.Deleted + result.Gone)
-		progress.DeletedGroups++
+		run.deleted += int32(result.Deleted + result.Gone)
+		run.deletedGroups++
+		progress.Deleted = run.deletedBefore + run.deleted
+		progress.DeletedGroups = run.deletedGroupsBefore + run.deletedGroups
 		progress.LastProgressTime = ptrTime(time.Now())
 		objectsDeleted.Add(float64(result.Deleted))
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
@@ -814,6 +822,15 @@ func progressOf(mo *movev1alpha1.MoveOperation, plan *graph.Plan) *movev1alpha1.
 		mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
 	}
 	return mo.Status.Progress
+}
+
+// setCopyProgress sets what Copying has done: the first next groups of the
+// pinned plan, out of all of it (which leaves out whatever was deleted since
+// Validating counted it).
+func setCopyProgress(p *movev1alpha1.MoveProgress, plan *graph.Plan, next int) {
+	p.Total = int32(plan.Len())
+	p.CopiedGroups = int32(next)
+	p.Copied = int32(objectsIn(plan.Groups[:next]))
 }
 
 func objectsIn(groups [][]*graph.Object) int {

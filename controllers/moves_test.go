@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -169,4 +171,36 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 		assertNoMoveMarks(ctx, g, env.Target.Client, f.Namespaces)
 		assertNoMoveMarks(ctx, g, env.Source.Client, f.Namespaces)
 	})
+}
+
+// A status write can lose to a conflict (the reconcile began from a stale
+// copy) after the step it reports was done: the step is not done again, so
+// the next status must still count it. The operator's writes of the last
+// copy progress and of the last delete progress are refused once each.
+func TestProgressCountsStepsWhoseStatusWriteWasLostToAConflict(t *testing.T) {
+	rc := newRollbackCase(t, "lostwrite")
+	var lostCopy, lostDelete sync.Once
+	startOperator(t, operatorOptions{failIf: func(_, verb string, obj client.Object) error {
+		mo, ok := obj.(*movev1alpha1.MoveOperation)
+		if !ok || verb != "patch/status" || mo.Status.Progress == nil {
+			return nil
+		}
+		p := mo.Status.Progress
+		var err error
+		conflict := func() { err = apierrors.NewConflict(movev1alpha1.GroupVersion.WithResource("moveoperations").GroupResource(), mo.Name, nil) }
+		switch {
+		case mo.Status.Phase == movev1alpha1.PhaseCopying && p.Total > 0 && p.Copied == p.Total:
+			lostCopy.Do(conflict)
+		case mo.Status.Phase == movev1alpha1.PhaseDeleting && p.DeletedGroups == int32(mo.Status.Plan.Groups):
+			lostDelete.Do(conflict)
+		}
+		return err
+	}})
+	mo := newMoveOperation(t, rc.ops, "lost-writes", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	g := NewWithT(t)
+	g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Progress.Total), "copied")
+	g.Expect(done.Status.Progress.CopiedGroups).To(Equal(done.Status.Plan.Groups))
+	g.Expect(done.Status.Progress.DeletedGroups).To(Equal(done.Status.Plan.Groups), "deleted groups")
+	g.Expect(done.Status.Progress.Deleted).To(BeNumerically(">", 0))
 }

@@ -31,6 +31,11 @@ type run struct {
 	// group first; nextDelete is the next group to delete.
 	deletePlan *graph.Plan
 	nextDelete int
+	// deletedBefore and deletedGroupsBefore are what the status counted
+	// when deletePlan was built; deleted and deletedGroups what this run
+	// deleted since.
+	deletedBefore, deletedGroupsBefore int32
+	deleted, deletedGroups             int32
 
 	// sourceRestored is set once a rollback has restored the source.
 	sourceRestored bool
