@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -282,11 +283,27 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	return ctrl.Result{}, nil
 }
 
-// reconcileScalingDown pauses and labels what moves, waits for block-move to
-// clear, installs the webhook bypass and stops every controller in both
+// reconcileScalingDown installs the webhook bypass, pauses and labels what
+// moves, waits for block-move to clear and stops every controller in both
 // clusters. Each step is idempotent; the phase repeats them until the last
-// controller pod is gone.
+// controller pod is gone. An error that persists past both of the phase's
+// timeouts (block-move and scale-down) rolls the move back: before the point
+// of no return no retry may go on for ever with the providers stopped.
 func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *scope) (ctrl.Result, error) {
+	res, err := r.scaleDown(ctx, s)
+	if err == nil {
+		return res, nil
+	}
+	bound := durationOr(s.mo.Spec.Timeouts.BlockMove, 10*time.Minute) + durationOr(s.mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+	if time.Since(s.phaseStarted()) > bound {
+		s.fail(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf(
+			"ScalingDown still failed after %s (spec.timeouts.blockMove + spec.timeouts.scaleDown); the move is rolled back: %v", bound, err))
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
 	target, res, ok := r.target(ctx, s, false)
 	if !ok {
@@ -494,28 +511,56 @@ func (r *MoveOperationReconciler) reconcileDeleting(ctx context.Context, s *scop
 
 // reconcileRestoringTarget brings the target's controllers back, then
 // removes the bypass and the labels (a final pass of every moved object
-// through the real webhooks) and unpauses what moved.
+// through the real webhooks) and unpauses what moved. When that takes
+// longer than spec.timeouts.scaleUp (the target is away, or its controllers
+// do not become Available), the source's controllers come back meanwhile:
+// the source holds only what stays there, and what stays (other Clusters,
+// among them) must not go unmanaged for as long as the target is away.
 func (r *MoveOperationReconciler) reconcileRestoringTarget(ctx context.Context, s *scope) (ctrl.Result, error) {
+	res, done, err := r.restoreTarget(ctx, s)
+	if done && err == nil {
+		s.enter(movev1alpha1.PhaseRestoringSource)
+		return ctrl.Result{}, nil
+	}
+	if time.Since(s.phaseStarted()) > durationOr(s.mo.Spec.Timeouts.ScaleUp, 10*time.Minute) {
+		if serr := r.restartSourceControllers(ctx, s); serr != nil {
+			err = kerrors.NewAggregate([]error{err, serr})
+		}
+	}
+	return res, err
+}
+
+func (r *MoveOperationReconciler) restoreTarget(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	target, res, ok := r.target(ctx, s, false)
 	if !ok {
-		return res, nil
+		return res, false, nil
 	}
-	if res, done, err := r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, true, nil); !done || err != nil {
-		return res, err
+	return r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, true, nil)
+}
+
+// restartSourceControllers scales the source's controllers back to their
+// recorded replicas, and nothing else: labels, pauses and the bypass wait
+// for RestoringSource, which finishes the source's restore (idempotently).
+func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, s *scope) error {
+	controllers, err := r.controllersToRestore(ctx, s, r.Source, movev1alpha1.ClusterSource)
+	if err != nil {
+		return err
 	}
-	s.enter(movev1alpha1.PhaseRestoringSource)
-	return ctrl.Result{}, nil
+	if _, err := quiesce.Restore(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1)); err != nil {
+		return fmt.Errorf("source cluster: %w", err)
+	}
+	return nil
 }
 
 // reconcileRestoringSource brings the source's controllers back, and records
 // on what stays in the source the copies made of it, so that a later move
 // of those objects recognises them.
+//
+// The target is asked for only when the copies are recorded, after the
+// source's controllers run again: they never wait for it.
 func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, s *scope) (ctrl.Result, error) {
-	target, res, ok := r.target(ctx, s, false)
-	if !ok {
-		return res, nil
-	}
-	if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, target); !done || err != nil {
+	copiesIn := func(ctx context.Context) (*remote.Target, ctrl.Result, bool) { return r.target(ctx, s, false) }
+	if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, copiesIn); !done || err != nil {
 		return res, err
 	}
 	s.enter(movev1alpha1.PhaseDone)
@@ -565,7 +610,8 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 // what this move paused (recording, when copiesIn is given, which copy
 // there each object still labelled has); last it forgets the recorded
 // replicas. It reports done=false while it waits.
-func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, unlabel bool, copiesIn *remote.Target) (ctrl.Result, bool, error) {
+func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, unlabel bool,
+	copiesIn func(context.Context) (*remote.Target, ctrl.Result, bool)) (ctrl.Result, bool, error) {
 	mo := s.mo
 	controllers, err := r.controllersToRestore(ctx, s, c, role)
 	if err != nil {
@@ -605,11 +651,15 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 		}
 		if copiesIn != nil {
-			targetID, err := remote.ClusterID(ctx, copiesIn.Client)
+			target, res, ok := copiesIn(ctx)
+			if !ok {
+				return res, false, nil
+			}
+			targetID, err := remote.ClusterID(ctx, target.Client)
 			if err != nil {
 				return ctrl.Result{}, false, fmt.Errorf("target cluster: %w", err)
 			}
-			if _, err := move.RecordCopies(ctx, c, copiesIn.Client, targetID, ts, string(mo.UID), r.Move); err != nil {
+			if _, err := move.RecordCopies(ctx, c, target.Client, targetID, ts, string(mo.UID), r.Move); err != nil {
 				return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 			}
 		}

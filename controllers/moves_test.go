@@ -187,7 +187,9 @@ func TestProgressCountsStepsWhoseStatusWriteWasLostToAConflict(t *testing.T) {
 		}
 		p := mo.Status.Progress
 		var err error
-		conflict := func() { err = apierrors.NewConflict(movev1alpha1.GroupVersion.WithResource("moveoperations").GroupResource(), mo.Name, nil) }
+		conflict := func() {
+			err = apierrors.NewConflict(movev1alpha1.GroupVersion.WithResource("moveoperations").GroupResource(), mo.Name, nil)
+		}
 		switch {
 		case mo.Status.Phase == movev1alpha1.PhaseCopying && p.Total > 0 && p.Copied == p.Total:
 			lostCopy.Do(conflict)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
@@ -271,6 +274,12 @@ func TestAMoveWaitsForATargetThatGoesAwayAfterThePointOfNoReturn(t *testing.T) {
 		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget), "past the point of no return the move neither fails nor rolls back")
 		g.Expect(got.Status.FailureReason).To(BeEmpty())
 	}, 5*time.Second, 200*time.Millisecond).Should(Succeed(), "longer than every timeout of the move")
+	// Past the scale-up timeout the source's controllers do not wait for the
+	// target: what stays in the source must not go unmanaged meanwhile.
+	g.Eventually(func(g Gomega) {
+		g.Expect(sourceReplicasNow(g)).To(Equal(sourceReplicas(rc.stateBefore)))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the source's controllers run again while the target is away")
+	g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget), "the target is still away")
 
 	proxy.restore()
 	waitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
@@ -280,4 +289,57 @@ func TestAMoveWaitsForATargetThatGoesAwayAfterThePointOfNoReturn(t *testing.T) {
 	}
 	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore))
 	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+}
+
+// sourceReplicasNow reads the replica counts of the source's providers, as
+// clusterState keys them, whatever their annotations.
+func sourceReplicasNow(g Gomega) map[string]int32 {
+	deployments := &appsv1.DeploymentList{}
+	g.Expect(env.Source.Client.List(context.Background(), deployments, client.HasLabels{capiprovider.ProviderLabel})).To(Succeed())
+	out := map[string]int32{}
+	for _, d := range deployments.Items {
+		out[env.Source.Name+" "+d.Namespace+"/"+d.Name] = ptr.Deref(d.Spec.Replicas, 1)
+	}
+	return out
+}
+
+// A webhook that holds the 64 match conditions the API server allows cannot
+// take the bypass: the move must neither stall in ScalingDown for ever nor
+// leave anything stopped, but roll back, naming the webhook.
+func TestAWebhookThatCannotTakeTheBypassRollsTheMoveBackInsteadOfStalling(t *testing.T) {
+	rc := newRollbackCase(t, "fullconds")
+	ctx := context.Background()
+	g := NewWithT(t)
+	name := "capi-validating-webhook-configuration"
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, cfg)).To(Succeed())
+	before := cfg.DeepCopy()
+	full := cfg.DeepCopy()
+	for i := len(full.Webhooks[0].MatchConditions); i < 64; i++ {
+		full.Webhooks[0].MatchConditions = append(full.Webhooks[0].MatchConditions,
+			admissionregistrationv1.MatchCondition{Name: fmt.Sprintf("someone-else-%d", i), Expression: "true"})
+	}
+	g.Expect(env.Target.Client.Update(ctx, full)).To(Succeed())
+	restore := func() {
+		cur := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, cur); err == nil {
+			cur.Webhooks = before.Webhooks
+			_ = env.Target.Client.Update(ctx, cur)
+		}
+	}
+	t.Cleanup(restore)
+
+	startOperator(t, operatorOptions{})
+	second := &metav1.Duration{Duration: time.Second}
+	mo := newMoveOperation(t, rc.ops, "full-conditions", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{BlockMove: second, ScaleDown: second},
+	})
+	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 3*time.Minute)
+	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonScaleDownTimeout))
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("64 match conditions"))
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(name))
+	restore()
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "controllers and webhooks as before")
+	assertNoMoveMarks(ctx, g, env.Source.Client, rc.f.Namespaces)
 }
