@@ -39,13 +39,7 @@ func TestDeletingAMoveOperationBeforeThePointOfNoReturnRollsTheMoveBack(t *testi
 	mo = newMoveOperation(t, rc.ops, "deleted-early", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
 	waitGone(t, mo)
 
-	after := inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
-		t.Fatalf("the source is not as it was before the move:\n%s", diff)
-	}
-	g.Expect(inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...).Objects).To(BeEmpty())
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore))
-	assertNoMoveMarks(ctx, g, env.Source.Client, rc.f.Namespaces)
+	rc.assertAsBefore(ctx, g)
 }
 
 func TestDeletingAMoveOperationAfterThePointOfNoReturnLetsTheMoveFinish(t *testing.T) {
@@ -101,11 +95,5 @@ func TestDeletingTheNamespaceOfAMoveMidwayRollsBackAndLetsTheNamespaceGo(t *test
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: rc.ops}, &corev1.Namespace{}))
 	}, 2*time.Minute, 200*time.Millisecond).Should(BeTrue(), "the namespace goes once the move has rolled back")
 
-	after := inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
-		t.Fatalf("the source is not as it was before the move:\n%s", diff)
-	}
-	g.Expect(inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...).Objects).To(BeEmpty())
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore))
-	assertNoMoveMarks(ctx, g, env.Source.Client, rc.f.Namespaces)
+	rc.assertAsBefore(ctx, g)
 }

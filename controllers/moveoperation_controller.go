@@ -195,9 +195,11 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 			return
 		}
 		r.recordTransitions(ctx, s)
-		if phaseOf(mo).IsTerminal() {
+		if n := len(s.transitions); n > 0 && s.transitions[n-1].to.IsTerminal() {
 			// Only once the end is written: released earlier, the claim
-			// could go to another move while this one still restores.
+			// could go to another move while this one still restores. (A
+			// crash before this line is made good by the next reconcile of
+			// the ended MoveOperation, which releases again.)
 			if err := r.release(ctx, mo); err != nil {
 				retErr = kerrors.NewAggregate([]error{retErr, err})
 			}

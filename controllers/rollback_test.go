@@ -86,6 +86,19 @@ func (rc *rollbackCase) assertRolledBack(mo *movev1alpha1.MoveOperation, reason 
 	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
 }
 
+// assertAsBefore checks that a move that did not happen left both clusters
+// as they were: the source's objects, nothing in the target, controllers and
+// webhooks, no labels or pauses.
+func (rc *rollbackCase) assertAsBefore(ctx context.Context, g Gomega) {
+	after := inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...)
+	if diff := snapshot.Diff(rc.before, after); diff != "" {
+		rc.t.Fatalf("the source is not as it was before the move:\n%s", diff)
+	}
+	g.Expect(inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...).Objects).To(BeEmpty())
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "controllers and webhooks must be as before")
+	assertNoMoveMarks(ctx, g, env.Source.Client, rc.f.Namespaces)
+}
+
 func keyStrings(keys []snapshot.Key) []string {
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {

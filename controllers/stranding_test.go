@@ -340,6 +340,5 @@ func TestAWebhookThatCannotTakeTheBypassRollsTheMoveBackInsteadOfStalling(t *tes
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("64 match conditions"))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(name))
 	restore()
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "controllers and webhooks as before")
-	assertNoMoveMarks(ctx, g, env.Source.Client, rc.f.Namespaces)
+	rc.assertAsBefore(ctx, g)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +67,24 @@ func IsEarlierCopy(src, existing *unstructured.Unstructured, targetID types.UID)
 		ContentHash(src) == p.Content && ContentHash(existing) == p.Content
 }
 
+// EarlierCopy reports whether the target's object of ref's name is the copy
+// an earlier move made of the source object, neither changed since. It
+// reads the target only when the source object records a copy.
+func EarlierCopy(ctx context.Context, source, target client.Reader, targetID types.UID, ref graph.ObjectRef) (bool, error) {
+	src, err := getUnstructured(ctx, source, ref)
+	if err != nil {
+		return false, fmt.Errorf("reading %s in the source: %w", ref, err)
+	}
+	if _, ok := ProvenanceOf(src); !ok {
+		return false, nil
+	}
+	copied, err := getUnstructured(ctx, target, ref)
+	if err != nil {
+		return false, fmt.Errorf("reading %s in the target: %w", ref, err)
+	}
+	return IsEarlierCopy(src, copied, targetID), nil
+}
+
 // RecordCopies marks, in the source, every object still labelled with the
 // operation (what the move copied but keeps: the move is past deleting) with
 // the provenance of its copy in the target, and takes the label off in the
@@ -79,10 +98,6 @@ func RecordCopies(ctx context.Context, source, target client.Client, targetID ty
 		if ref.GVK == namespaceGVK {
 			return nil // namespaces are unlabelled by Unlabel
 		}
-		src, err := getUnstructured(ctx, source, ref)
-		if err != nil {
-			return ignoreGone(err)
-		}
 		annotations := map[string]any{}
 		if copied, err := getUnstructured(ctx, target, ref); err == nil {
 			annotations[movev1.CopiedToAnnotation] = Provenance{Target: targetID, Copy: copied.GetUID(), Content: ContentHash(copied)}.String()
@@ -90,15 +105,20 @@ func RecordCopies(ctx context.Context, source, target client.Client, targetID ty
 			return err
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"uid":         src.GetUID(),
+			"uid":         ref.UID,
 			"labels":      map[string]any{movev1.OperationLabel: nil},
 			"annotations": annotations,
 		}})
 		if err != nil {
 			return err
 		}
-		if err := retry(ctx, func() error { return source.Patch(ctx, src, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
-			return ignoreGone(fmt.Errorf("recording the copy of %s: %w", ref, err))
+		src := &metav1.PartialObjectMetadata{}
+		src.SetGroupVersionKind(ref.GVK)
+		src.SetNamespace(ref.Namespace)
+		src.SetName(ref.Name)
+		err = retry(ctx, func() error { return source.Patch(ctx, src, client.RawPatch(types.MergePatchType, patch)) })
+		if err != nil && !gone(err) {
+			return fmt.Errorf("recording the copy of %s: %w", ref, err)
 		}
 		return nil
 	})
@@ -113,11 +133,4 @@ func getUnstructured(ctx context.Context, c client.Reader, ref graph.ObjectRef) 
 	u.SetGroupVersionKind(ref.GVK)
 	err := retry(ctx, func() error { return c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u) })
 	return u, err
-}
-
-func ignoreGone(err error) error {
-	if gone(err) {
-		return nil
-	}
-	return err
 }

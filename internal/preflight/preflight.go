@@ -144,7 +144,7 @@ func TargetConflicts(ctx context.Context, source, target client.Reader, targetID
 				if !ok || item.Labels[movev1alpha1.OperationLabel] == operation {
 					continue
 				}
-				earlier, err := earlierCopy(ctx, source, target, targetID, ref)
+				earlier, err := move.EarlierCopy(ctx, source, target, targetID, ref)
 				if err != nil {
 					return nil, err
 				}
@@ -169,29 +169,4 @@ func namespacesOf(objs map[client.ObjectKey]graph.ObjectRef) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// earlierCopy reports whether the target's object of ref's name is the copy
-// an earlier move made of the source object, neither changed since.
-func earlierCopy(ctx context.Context, source, target client.Reader, targetID types.UID, ref graph.ObjectRef) (bool, error) {
-	get := func(c client.Reader, which string) (*unstructured.Unstructured, error) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(ref.GVK)
-		if err := c.Get(ctx, ref.Key(), u); err != nil {
-			return nil, fmt.Errorf("reading %s in the %s: %w", ref, which, err)
-		}
-		return u, nil
-	}
-	src, err := get(source, "source")
-	if err != nil {
-		return false, err
-	}
-	if _, ok := move.ProvenanceOf(src); !ok {
-		return false, nil
-	}
-	copied, err := get(target, "target")
-	if err != nil {
-		return false, err
-	}
-	return move.IsEarlierCopy(src, copied, targetID), nil
 }

@@ -177,7 +177,7 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 	afterRotation := webhookState(ctx, g, c)
 	g.Expect(afterRotation[rotated.key]).To(ContainSubstring(rotated.caBundle), "a caBundle rotated meanwhile is kept")
 	g.Expect(afterRotation[rotated.key]).To(ContainSubstring("someone-else"), "others' match conditions are kept")
-	undoRotation(ctx, g, c, validating, rotated)
+	undoRotation(ctx, g, c, validating)
 	if diff := cmp.Diff(webhooksBefore, webhookState(ctx, g, c)); diff != "" {
 		t.Fatalf("webhook configurations differ from before the bypass (-before +after):\n%s", diff)
 	}
@@ -289,7 +289,7 @@ func rotateAndAddCondition(ctx context.Context, g Gomega, c client.Client, ref q
 	return rotation{key: "validating/" + ref.Configuration, caBundle: string(b)}
 }
 
-func undoRotation(ctx context.Context, g Gomega, c client.Client, ref quiesce.WebhookRef, _ rotation) {
+func undoRotation(ctx context.Context, g Gomega, c client.Client, ref quiesce.WebhookRef) {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	g.Expect(c.Get(ctx, types.NamespacedName{Name: ref.Configuration}, cfg)).To(Succeed())
 	w := &cfg.Webhooks[0]

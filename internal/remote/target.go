@@ -132,20 +132,13 @@ func ClusterID(ctx context.Context, c client.Reader) (types.UID, error) {
 // UID of their kube-system namespace: two API server URLs may lead to one
 // cluster, and a move onto itself would delete everything it copied.
 func SameCluster(ctx context.Context, source, target client.Reader) (bool, error) {
-	uid := func(c client.Reader, which string) (types.UID, error) {
-		ns := &corev1.Namespace{}
-		if err := c.Get(ctx, types.NamespacedName{Name: "kube-system"}, ns); err != nil {
-			return "", fmt.Errorf("reading namespace kube-system of the %s cluster: %w", which, err)
-		}
-		return ns.UID, nil
-	}
-	s, err := uid(source, "source")
+	s, err := ClusterID(ctx, source)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("source cluster: %w", err)
 	}
-	t, err := uid(target, "target")
+	t, err := ClusterID(ctx, target)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("target cluster: %w", err)
 	}
 	return s == t, nil
 }
