@@ -193,7 +193,7 @@ func TestProgressCountsStepsWhoseStatusWriteWasLostToAConflict(t *testing.T) {
 		switch {
 		case mo.Status.Phase == movev1alpha1.PhaseCopying && p.Total > 0 && p.Copied == p.Total:
 			lostCopy.Do(conflict)
-		case mo.Status.Phase == movev1alpha1.PhaseDeleting && p.DeletedGroups == int32(mo.Status.Plan.Groups):
+		case mo.Status.Phase == movev1alpha1.PhaseDeleting && p.DeletedGroups == mo.Status.Plan.Groups:
 			lostDelete.Do(conflict)
 		}
 		return err
