@@ -160,9 +160,10 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		return ctrl.Result{}, nil
 	}
 	if paused := plan.PausedByOthers(string(mo.UID)); len(paused) > 0 {
-		s.fail(movev1alpha1.ReasonClusterPausedByOther, fmt.Sprintf(
-			"%s paused by someone else; unpause them or leave them out of the move (a move unpauses only what it paused)", joinRefs(paused)))
-		return ctrl.Result{}, nil
+		// Their pause is somebody's decision: they move paused, and stay
+		// paused in the target (or, after a rollback, in the source).
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf(
+			"%s were paused before the move: they move paused and stay paused; unpause them in the target when you want their controllers to act", joinRefs(paused)))
 	}
 	if taken := plan.LabelledByOthers(string(mo.UID)); len(taken) > 0 {
 		s.fail(movev1alpha1.ReasonUnlabelledObjects, fmt.Sprintf(
@@ -325,11 +326,6 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl
 			return ctrl.Result{}, err
 		}
 		if err := move.Pause(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
-			var other *move.PausedByOtherError
-			if errors.As(err, &other) {
-				s.fail(movev1alpha1.ReasonClusterPausedByOther, err.Error())
-				return ctrl.Result{}, nil
-			}
 			return ctrl.Result{}, err
 		}
 		run.labelPlan = plan

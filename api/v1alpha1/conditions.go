@@ -73,9 +73,6 @@ const (
 	ReasonProviderMissing = "ProviderMissing"
 	// ReasonNotProvisioned: a Cluster to move is not fully provisioned.
 	ReasonNotProvisioned = "NotProvisioned"
-	// ReasonClusterPausedByOther: a Cluster to move was already paused by
-	// somebody else.
-	ReasonClusterPausedByOther = "ClusterPausedByOther"
 	// ReasonOrphanedObjects: objects in the move graph have an owner that is
 	// not moved.
 	ReasonOrphanedObjects = "OrphanedObjects"

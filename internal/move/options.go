@@ -51,17 +51,6 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s already exists in the target and was not created by this move", e.Object)
 }
 
-// PausedByOtherError reports a Cluster or ClusterClass paused by someone
-// else: unpausing it after the move would undo their pause, so the move
-// does not take it over.
-type PausedByOtherError struct {
-	Object graph.ObjectRef
-}
-
-func (e *PausedByOtherError) Error() string {
-	return fmt.Sprintf("%s is paused, and not by this move", e.Object)
-}
-
 // GroupError gathers the failures of an operation over many objects.
 type GroupError struct {
 	// Errors are the failures, each naming its object.

@@ -19,9 +19,9 @@ import (
 // ClusterClasses (the paused annotation, which is all they have), and
 // records on each, in the same patch, that this operation paused it
 // (PausedByAnnotation), so that Unpause later undoes only its own pauses.
-// An object this operation already paused is left as it is; one paused by
-// someone else is a *PausedByOtherError, since unpausing it after the move
-// would undo their pause.
+// An object already paused, by this operation or by someone else, is left
+// as it is: one paused by someone else moves paused and stays paused, since
+// Unpause undoes only this operation's pauses.
 func Pause(ctx context.Context, c client.Client, plan *graph.Plan, operation string, opts Options) error {
 	objects := plan.OfKind(graph.ClusterGroupKind, graph.ClusterClassGroupKind)
 	err := forEach(ctx, objects, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
@@ -46,13 +46,9 @@ func pause(ctx context.Context, c client.Client, ref graph.ObjectRef, operation 
 		specPaused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused")
 		_, annotated := obj.GetAnnotations()[graph.PausedAnnotation]
 		paused := annotated || (isCluster && specPaused)
-		ours := obj.GetAnnotations()[movev1.PausedByAnnotation] == operation
 
-		switch {
-		case ours && paused:
+		if paused {
 			return nil
-		case paused && !ours:
-			return &PausedByOtherError{Object: ref}
 		}
 
 		// The resourceVersion makes the patch fail if someone paused (or

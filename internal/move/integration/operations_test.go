@@ -271,13 +271,14 @@ func TestPauseIsRecognisedAsThisOperations(t *testing.T) {
 		t.Errorf("PausedByOthers = %v after this operation paused", others)
 	}
 
-	// Someone else's pause is refused, and never undone.
+	// Someone else's pause is left as it is (no paused-by mark), and never undone.
 	create(t, ctx, source, cluster("theirs", true))
 	p = plan(t, ctx, source, []string{ns}, graph.Selection{})
-	err := move.Pause(ctx, source, p, op, move.Options{})
-	var other *move.PausedByOtherError
-	if !errors.As(err, &other) || other.Object.Name != "theirs" {
-		t.Fatalf("Pause: %v, want a PausedByOtherError on theirs", err)
+	if err := move.Pause(ctx, source, p, op, move.Options{}); err != nil {
+		t.Fatalf("Pause with a Cluster paused by someone else: %v", err)
+	}
+	if got, _ := get(ctx, source, clusterGVK, ns, "theirs"); got.GetAnnotations()[movev1.PausedByAnnotation] != "" {
+		t.Errorf("Pause marked someone else's pause as its own: %v", got.GetAnnotations())
 	}
 	n, err := move.Unpause(ctx, source, p.Types(), op, move.Options{})
 	if err != nil || n != 1 {
