@@ -21,7 +21,7 @@ CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
 # Go test flags: override to narrow a run, e.g. make test TEST_ARGS='-run TestAPI ./api/...'
 TEST_ARGS ?= ./...
-TEST_TIMEOUT ?= 45m
+TEST_TIMEOUT ?= 60m
 
 # Benchmark flags: override to narrow a run, e.g. make bench BENCH_ARGS='-n 100 -reps 1'
 BENCH_ARGS ?=
@@ -83,10 +83,10 @@ demo: ## Move a fleet of 6 clusters between two local management clusters with t
 	bin/demo
 
 .PHONY: test-crash
-test-crash: ## Run the full crash sweeps: the operator stopped at every one of its writes during a move, and during a rollback.
-	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" MOVE_OPERATOR_CRASH_SWEEP=full \
-		$(GO) test -timeout 120m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./controllers/ \
-		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed before'
+test-crash: ## Run the crash sweeps alone (make test runs them too): the operator stopped at every one of its writes during a move, and during a rollback.
+	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
+		$(GO) test -timeout 60m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./controllers/ \
+		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed [0-9]+ times'
 
 .PHONY: bench
 bench: ## Benchmark the operator against clusterctl move and raw requests (N=10,50,100; hours on 2 cores); writes bin/benchmarks.md; BENCH_ARGS narrows it.

@@ -128,15 +128,26 @@ type operator struct {
 	done   chan struct{}
 	// writes counts the writes the operator made to either cluster.
 	writes atomic.Int64
+	// crashed is set once operatorOptions.crashIf said so: no write of
+	// this operator reaches a cluster after that, whichever of its workers
+	// makes it.
+	crashed atomic.Bool
+}
+
+// pendingWrite is a write the operator is about to make.
+type pendingWrite struct {
+	// n counts the operator's writes to either cluster, from 1.
+	n       int64
+	cluster string // "source" or "target"
+	verb    string
+	obj     client.Object
 }
 
 type operatorOptions struct {
-	// crashAt, when positive, makes the operator's crashAt-th write to
-	// either cluster fail and stops the manager at once, as a crash would.
-	crashAt int64
-	// crashIf, when set, is asked before each write n (counted from 1)
-	// whether the operator crashes there, as for crashAt.
-	crashIf func(n int64) bool
+	// crashIf, when set, is asked before each write whether the operator
+	// crashes there: that write and every later one fail, and the manager
+	// stops at once, as a process killed there would.
+	crashIf func(w pendingWrite) bool
 	// failIf, when set, is asked before each write whether it fails with
 	// an injected error instead of reaching the cluster; it still counts.
 	failIf func(cluster, verb string, obj client.Object) error
@@ -210,14 +221,15 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 }
 
 // intercept wraps a client of one cluster so that every write is counted,
-// reported to opts.onWrite, and refused from the crashAt-th on.
+// reported to opts.onWrite, and refused once opts.crashIf said crash.
 func (op *operator) intercept(c client.Client, cluster string, opts operatorOptions, crash func()) client.Client {
 	before := func(verb string, obj client.Object) error {
 		if _, ok := obj.(*authenticationv1.SelfSubjectReview); ok {
 			return nil // stores nothing: not a write, and no crash point
 		}
 		n := op.writes.Add(1)
-		if (opts.crashAt > 0 && n >= opts.crashAt) || (opts.crashIf != nil && opts.crashIf(n)) {
+		if op.crashed.Load() || (opts.crashIf != nil && opts.crashIf(pendingWrite{n: n, cluster: cluster, verb: verb, obj: obj})) {
+			op.crashed.Store(true)
 			crash()
 			return fmt.Errorf("operator crashed before write %d", n)
 		}

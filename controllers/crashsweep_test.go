@@ -1,0 +1,253 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// A crash sweep stops the operator before every one of its writes and
+// checks that a fresh operator finishes the move as if nothing happened.
+// One move per crash point costs a fleet and a whole move each (about 240
+// points for the move, 100 for a rollback, ten seconds each). Instead, the
+// writes are cut into sections (the phases; RollingBack's steps, see
+// sectionOf), and run j crashes the operator before the j-th write of every
+// section, once per section, each time resuming with a fresh operator:
+// runs 1..L, L the longest section, crash before every write of every
+// section, in L moves instead of one per write. A crash in one section is
+// followed by more crashes in later sections rather than by an
+// uninterrupted run, which only makes each run harder to pass; the end
+// state is checked after each run, and each crash is logged with its phase.
+
+// crashSections counts a run's writes per section and decides the crashes.
+type crashSections struct {
+	// at is j: the run crashes before the j-th write of each section; 0
+	// makes the reference run, which never crashes.
+	at int64
+	// crashIn says whether a section takes part in the sweep.
+	crashIn func(section string) bool
+
+	mu      sync.Mutex
+	phase   movev1alpha1.MovePhase
+	current string
+	counts  map[string]int64
+	order   []string
+	crashed map[string]bool
+	crashes []string
+	began   time.Time
+	// crashedAt is when the last crash happened, zero once a fresh
+	// operator wrote again; resumes are those delays.
+	crashedAt time.Time
+	resumes   []time.Duration
+}
+
+func newCrashSections(at int64, crashIn func(string) bool) *crashSections {
+	return &crashSections{at: at, crashIn: crashIn, counts: map[string]int64{}, crashed: map[string]bool{}, began: time.Now()}
+}
+
+// sectionOf names the section a write belongs to. A phase is a section,
+// except RollingBack, one phase of three steps that are told apart by what
+// they write: the source restored (source writes), the move's copies
+// deleted from the target (target deletes), the target restored (other
+// target writes). Writes of the MoveOperation itself (status, finalizer)
+// belong to the section under way.
+func (s *crashSections) sectionOf(w pendingWrite) string {
+	phase := s.phase
+	if phase == "" {
+		phase = movev1alpha1.PhasePending
+	}
+	if _, ok := w.obj.(*movev1alpha1.MoveOperation); ok && strings.HasPrefix(s.current, string(phase)) {
+		return s.current
+	}
+	if phase != movev1alpha1.PhaseRollingBack {
+		return string(phase)
+	}
+	switch {
+	case w.cluster == "source":
+		return string(phase) + ": source"
+	case w.verb == "delete":
+		return string(phase) + ": target deletes"
+	default:
+		return string(phase) + ": target"
+	}
+}
+
+// crash is operatorOptions.crashIf: it counts the write in its section and
+// says whether the operator crashes before it.
+func (s *crashSections) crash(w pendingWrite) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.crashedAt.IsZero() {
+		s.resumes = append(s.resumes, time.Since(s.crashedAt))
+		s.crashedAt = time.Time{}
+	}
+	section := s.sectionOf(w)
+	s.current = section
+	if _, seen := s.counts[section]; !seen {
+		s.order = append(s.order, section)
+	}
+	s.counts[section]++
+	if s.at == 0 || s.counts[section] != s.at || s.crashed[section] || (s.crashIn != nil && !s.crashIn(section)) {
+		return false
+	}
+	s.crashed[section] = true
+	s.crashedAt = time.Now()
+	s.crashes = append(s.crashes, fmt.Sprintf("%s (write %d, of a %s, at %s)", section, s.at, kindOf(w.obj), time.Since(s.began).Round(100*time.Millisecond)))
+	return true
+}
+
+// observe is operatorOptions.onWrite: it follows the MoveOperation's phase
+// from the operator's own status writes.
+func (s *crashSections) observe(_, verb string, obj client.Object) {
+	mo, ok := obj.(*movev1alpha1.MoveOperation)
+	if !ok || verb != "patch/status" || mo.Status.Phase == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.phase = mo.Status.Phase
+}
+
+// options are the operator options that make an operator part of the run.
+// It polls often: a sweep is many moves, and waits are most of a move.
+func (s *crashSections) options() operatorOptions {
+	return operatorOptions{crashIf: s.crash, onWrite: s.observe, pollInterval: 50 * time.Millisecond}
+}
+
+// sizes returns the writes of each section that takes part in the sweep,
+// in the order the run first wrote in them.
+func (s *crashSections) sizes() []sectionSize {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []sectionSize
+	for _, section := range s.order {
+		if s.crashIn == nil || s.crashIn(section) {
+			out = append(out, sectionSize{section, s.counts[section]})
+		}
+	}
+	return out
+}
+
+// logCrashes logs the crashes the run made, in order, and how long a
+// fresh operator took to write again after each.
+func (s *crashSections) logCrashes(t *testing.T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.crashes) == 0 {
+		return
+	}
+	var longest, total time.Duration
+	for _, d := range s.resumes {
+		total += d
+		longest = max(longest, d)
+	}
+	t.Logf("crashed %d times, each resumed by a fresh operator (its first write %s after the crash on average, %s at most): before %s",
+		len(s.crashes), (total / time.Duration(max(1, len(s.resumes)))).Round(10*time.Millisecond), longest.Round(10*time.Millisecond),
+		strings.Join(s.crashes, "; "))
+}
+
+type sectionSize struct {
+	section string
+	writes  int64
+}
+
+func (s sectionSize) String() string { return fmt.Sprintf("%s: %d", s.section, s.writes) }
+
+// longest is the number of runs a sweep needs: its longest section's writes.
+func longest(sizes []sectionSize) int64 {
+	var l int64
+	for _, s := range sizes {
+		l = max(l, s.writes)
+	}
+	return l
+}
+
+// totalWrites is the number of crash points a sweep covers.
+func totalWrites(sizes []sectionSize) int64 {
+	var n int64
+	for _, s := range sizes {
+		n += s.writes
+	}
+	return n
+}
+
+// resumer keeps an operator running for a crash run: each time the
+// running operator crashed, it starts a fresh one with the same options,
+// until stopped. Crashes happen in any phase, Done included (the writes
+// after Done), and whatever the test does next (its checks, deleting the
+// MoveOperation) needs an operator that finishes them.
+type resumer struct {
+	t    *testing.T
+	opts operatorOptions
+
+	mu      sync.Mutex
+	op      *operator
+	stopped chan struct{}
+	done    chan struct{}
+}
+
+func startResumer(t *testing.T, first *operator, opts operatorOptions) *resumer {
+	r := &resumer{t: t, opts: opts, op: first, stopped: make(chan struct{}), done: make(chan struct{})}
+	go r.loop()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *resumer) loop() {
+	defer close(r.done)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stopped:
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		if r.op.crashed.Load() {
+			r.op.stop()
+			r.op = startOperator(r.t, r.opts)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// stop stops resuming and the operator running last.
+func (r *resumer) stop() {
+	select {
+	case <-r.stopped:
+		return
+	default:
+	}
+	close(r.stopped)
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.op.stop()
+}
+
+// sweepRuns runs runs 1..runs of a sweep as subtests and logs the outcome.
+func sweepRuns(t *testing.T, name string, runs int64, began time.Time, run func(t *testing.T, j int64)) {
+	failed := 0
+	for j := int64(1); j <= runs; j++ {
+		if !t.Run(fmt.Sprintf("a crash before write %d of every section", j), func(t *testing.T) { run(t, j) }) {
+			failed++
+		}
+	}
+	t.Logf("%s: %d runs, %d failed, in %s", name, runs, failed, time.Since(began).Round(time.Second))
+}
+
+// kindOf names an object's kind for a log line.
+func kindOf(obj client.Object) string {
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" {
+		return gvk.Kind
+	}
+	name := fmt.Sprintf("%T", obj)
+	return name[strings.LastIndex(name, ".")+1:]
+}
