@@ -28,7 +28,7 @@ func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	began := time.Now()
 	sizes := runCrashPoint(t, 0)
 	runs := longest(sizes)
-	t.Logf("an uninterrupted move made %d writes: %v; %d runs crash before each", totalWrites(sizes), sizes, runs)
+	t.Logf("an uninterrupted move made %d writes in %d sections: %v; %d runs crash before each", totalWrites(sizes), len(sizes), sizes, runs)
 	sweepRuns(t, "move crash sweep", runs, began, func(t *testing.T, j int64) { runCrashPoint(t, j) })
 }
 
@@ -40,7 +40,10 @@ func runCrashPoint(t *testing.T, j int64) []sectionSize {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	name := fmt.Sprintf("crash%d-%s", j, rand.String(3))
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+	// Every shape (classic, ClusterClass, ClusterClass in another
+	// namespace), each with a control plane, a MachineDeployment and a
+	// MachinePool; no workers, which would only repeat kinds.
+	f := createFleet(t, fleet.Options{Clusters: 3, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
 	stateBefore := stateOf(ctx, g)
 	before := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
 	ops := opsNamespace(t)

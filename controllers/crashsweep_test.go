@@ -14,16 +14,17 @@ import (
 
 // A crash sweep stops the operator before every one of its writes and
 // checks that a fresh operator finishes the move as if nothing happened.
-// One move per crash point costs a fleet and a whole move each (about 240
-// points for the move, 100 for a rollback, ten seconds each). Instead, the
-// writes are cut into sections (the phases; RollingBack's steps, see
-// sectionOf), and run j crashes the operator before the j-th write of every
-// section, once per section, each time resuming with a fresh operator:
-// runs 1..L, L the longest section, crash before every write of every
-// section, in L moves instead of one per write. A crash in one section is
-// followed by more crashes in later sections rather than by an
-// uninterrupted run, which only makes each run harder to pass; the end
-// state is checked after each run, and each crash is logged with its phase.
+// One move per crash point costs a fleet and a whole move each (about 250
+// points for a move, 100 for a rollback, ten seconds each). Instead, the
+// writes are cut into sections, each the writes of one phase to one cluster
+// with one verb on one kind (see sectionOf), and run j crashes the operator
+// before the j-th write of every section, once per section, each time
+// resuming with a fresh operator: runs 1..L, L the longest section, crash
+// before every write, in L moves instead of one per write, and every crash
+// costs a fresh operator's start rather than a move. A crash is followed by
+// more crashes in later sections rather than by an uninterrupted run,
+// which only makes each run harder to pass; the end state is checked after
+// each run, and each crash is logged.
 
 // crashSections counts a run's writes per section and decides the crashes.
 type crashSections struct {
@@ -35,7 +36,6 @@ type crashSections struct {
 
 	mu      sync.Mutex
 	phase   movev1alpha1.MovePhase
-	current string
 	counts  map[string]int64
 	order   []string
 	crashed map[string]bool
@@ -51,31 +51,17 @@ func newCrashSections(at int64, crashIn func(string) bool) *crashSections {
 	return &crashSections{at: at, crashIn: crashIn, counts: map[string]int64{}, crashed: map[string]bool{}, began: time.Now()}
 }
 
-// sectionOf names the section a write belongs to. A phase is a section,
-// except RollingBack, one phase of three steps that are told apart by what
-// they write: the source restored (source writes), the move's copies
-// deleted from the target (target deletes), the target restored (other
-// target writes). Writes of the MoveOperation itself (status, finalizer)
-// belong to the section under way.
+// sectionOf names the section a write belongs to: the phase the move is
+// in, the cluster, the verb and the kind written. Sections are short (the
+// most writes of one kind in one phase), so that few runs cover them all,
+// and they name a step of the move the same way in every run, whatever
+// crashes came before.
 func (s *crashSections) sectionOf(w pendingWrite) string {
 	phase := s.phase
 	if phase == "" {
 		phase = movev1alpha1.PhasePending
 	}
-	if _, ok := w.obj.(*movev1alpha1.MoveOperation); ok && strings.HasPrefix(s.current, string(phase)) {
-		return s.current
-	}
-	if phase != movev1alpha1.PhaseRollingBack {
-		return string(phase)
-	}
-	switch {
-	case w.cluster == "source":
-		return string(phase) + ": source"
-	case w.verb == "delete":
-		return string(phase) + ": target deletes"
-	default:
-		return string(phase) + ": target"
-	}
+	return fmt.Sprintf("%s: %s %s %s", phase, w.cluster, w.verb, kindOf(w.obj))
 }
 
 // crash is operatorOptions.crashIf: it counts the write in its section and
@@ -88,7 +74,6 @@ func (s *crashSections) crash(w pendingWrite) bool {
 		s.crashedAt = time.Time{}
 	}
 	section := s.sectionOf(w)
-	s.current = section
 	if _, seen := s.counts[section]; !seen {
 		s.order = append(s.order, section)
 	}
@@ -98,7 +83,7 @@ func (s *crashSections) crash(w pendingWrite) bool {
 	}
 	s.crashed[section] = true
 	s.crashedAt = time.Now()
-	s.crashes = append(s.crashes, fmt.Sprintf("%s (write %d, of a %s, at %s)", section, s.at, kindOf(w.obj), time.Since(s.began).Round(100*time.Millisecond)))
+	s.crashes = append(s.crashes, fmt.Sprintf("%s at %s", section, time.Since(s.began).Round(100*time.Millisecond)))
 	return true
 }
 

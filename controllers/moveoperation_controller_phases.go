@@ -571,6 +571,19 @@ func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, 
 func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
 	run := r.runFor(mo.UID)
+	if run.copyPlan == nil {
+		// A restarted operator has no plan in memory. The target's copies
+		// must go children first, owners last (a ClusterClass's webhook
+		// refuses its deletion while Clusters use it), in the order of the
+		// plan's groups; the source still holds every object it planned
+		// (nothing is deleted there before the point of no return), so the
+		// same plan is read again, labelled or not.
+		plan, err := r.buildPlan(ctx, mo, false)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("planning the rollback: %w", err)
+		}
+		run.copyPlan = plan
+	}
 	if !run.sourceRestored {
 		if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); !done || err != nil {
 			return res, err

@@ -39,7 +39,7 @@ func TestARollbackFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	began := time.Now()
 	sizes := runRollbackCrashPoint(t, 0)
 	runs := longest(sizes)
-	t.Logf("an uninterrupted rollback made %d writes: %v; %d runs crash before each", totalWrites(sizes), sizes, runs)
+	t.Logf("an uninterrupted rollback made %d writes in %d sections: %v; %d runs crash before each", totalWrites(sizes), len(sizes), sizes, runs)
 	sweepRuns(t, "rollback crash sweep", runs, began, func(t *testing.T, j int64) { runRollbackCrashPoint(t, j) })
 }
 

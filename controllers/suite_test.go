@@ -155,6 +155,11 @@ type operatorOptions struct {
 	// operator with the cluster ("source" or "target"), the verb and the
 	// object as written.
 	onWrite func(cluster, verb string, obj client.Object)
+	// onWriteError, when set, is called after each write of the operator
+	// that a cluster refused, with the error.
+	onWriteError func(cluster, verb string, obj client.Object, err error)
+	// move are the options of the move's steps (concurrency).
+	move move.Options
 	// pollInterval of the reconciler's waits; short in tests.
 	pollInterval time.Duration
 }
@@ -203,7 +208,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 		Scheme:    scheme,
 		Recorder:  mgr.GetEventRecorder("move-operator"),
 		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400, Wrap: wrap("target")},
-		Move:      move.Options{},
+		Move:      opts.move,
 		// Poll often: the tests wait on these loops.
 		PollInterval: opts.pollInterval,
 	}
@@ -244,6 +249,9 @@ func (op *operator) intercept(c client.Client, cluster string, opts operatorOpti
 		}
 		if err == nil && opts.onWrite != nil {
 			opts.onWrite(cluster, verb, obj)
+		}
+		if err != nil && opts.onWriteError != nil && !op.crashed.Load() {
+			opts.onWriteError(cluster, verb, obj, err)
 		}
 		return err
 	}
