@@ -61,34 +61,47 @@ func fleetOptions(n int, namespace string) fleet.Options {
 // fresh namespace.
 const fleetAttempts = 3
 
+// moveOrder is the order in which repetition rep (from 1) moves the
+// movers' fleets. A repetition moves them one after the other on the same
+// pair of clusters, so each finds the API servers holding a different
+// amount: the source still holds the fleets not moved yet, the target those
+// moved before. The order rotates by one place per repetition (clusterctl,
+// operator, baseline; then operator, baseline, clusterctl; ...), so that
+// over as many repetitions as movers each mover has every place once and
+// none carries another's fleet in every repetition. baselineFirst keeps the
+// baseline first and rotates the others.
+func moveOrder(rep int, m movers) []string {
+	var rotating []string
+	if m.clusterctl {
+		rotating = append(rotating, toolClusterctl)
+	}
+	rotating = append(rotating, toolOperator)
+	if m.baseline && !m.baselineFirst {
+		rotating = append(rotating, toolBaseline)
+	}
+	shift := (rep - 1) % len(rotating)
+	order := append(append([]string{}, rotating[shift:]...), rotating[:shift]...)
+	if m.baseline && m.baselineFirst {
+		order = append([]string{toolBaseline}, order...)
+	}
+	return order
+}
+
 // movers says which movers a repetition runs, and where the baseline goes.
 type movers struct {
 	clusterctl, baseline bool
-	// baselineFirst moves the baseline's fleet before the others, while
-	// the source still holds every fleet, instead of last, when it holds
-	// only its own.
+	// baselineFirst moves the baseline's fleet before the others in every
+	// repetition, while the source still holds every fleet, instead of
+	// rotating it with them.
 	baselineFirst bool
 }
 
 // createFleets creates, in the source, one fleet per mover with identical
 // options but for the namespace and name prefix, and returns them in the
-// order they are to be moved: clusterctl first in odd repetitions, the
-// operator first in even ones, the baseline last (or first). The fleets are
-// created one after the other: in parallel they overload the API server.
+// order they are to be moved (moveOrder). The fleets are created one after
+// the other: in parallel they overload the API server.
 func (c *clusters) createFleets(ctx context.Context, n, rep int, m movers) ([]benchFleet, error) {
-	tools := []string{toolClusterctl, toolOperator}
-	if rep%2 == 0 {
-		tools = []string{toolOperator, toolClusterctl}
-	}
-	if !m.clusterctl {
-		tools = []string{toolOperator}
-	}
-	switch {
-	case m.baseline && m.baselineFirst:
-		tools = append([]string{toolBaseline}, tools...)
-	case m.baseline:
-		tools = append(tools, toolBaseline)
-	}
+	tools := moveOrder(rep, m)
 	fleets := make([]benchFleet, len(tools))
 	began := time.Now()
 	for i, tool := range tools {

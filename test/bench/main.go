@@ -114,7 +114,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.moveTimeout, "move-timeout", 45*time.Minute, "fail a move that takes longer")
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
-	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it goes last otherwise)")
+	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
