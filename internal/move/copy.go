@@ -68,7 +68,9 @@ type CopyResult struct {
 // labelled with the operation, and its owner references are pointed at the
 // owners' UIDs in the target; references to owners that do not move are
 // dropped, as the plan warned. Objects of an ownership cycle (the same
-// group) get those references once the whole group exists.
+// group) get those references once the whole group exists. Last, each copy
+// gets the source's managed fields, every manager's entry, pointed at the
+// same owners (restoreManagedFields).
 //
 // An object that already exists in the target is progress when it carries
 // this operation's label, and a *ConflictError otherwise, except for global
@@ -125,11 +127,14 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 }
 
 // deferredOwners are the owner references of an object to set once the
-// owners, created in the same group, exist.
+// owners, created in the same group, exist, and the managed fields to
+// restore after them.
 type deferredOwners struct {
-	object    *graph.Object
-	targetUID types.UID
-	refs      []metav1.OwnerReference // as in the source, UIDs still the source's
+	object        *graph.Object
+	targetUID     types.UID
+	refs          []metav1.OwnerReference // as in the source, UIDs still the source's
+	owners        map[types.UID]bool      // source UIDs of the owners the copy references
+	managedFields []metav1.ManagedFieldsEntry
 }
 
 // sourceItem is an object to copy, with its source copy when a list
@@ -266,8 +271,14 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 
 	ownerUIDs := map[types.UID]types.UID{}
 	var sameGroup []metav1.OwnerReference
+	// The source UIDs of the owners the copy references, which its
+	// managed fields may name.
+	owners := map[types.UID]bool{}
 	for _, ref := range src.GetOwnerReferences() {
 		owner, moves := c.plan.Object(ref.UID)
+		if moves {
+			owners[ref.UID] = true
+		}
 		switch {
 		case !moves:
 			// The plan reported it; the owner does not exist in the target.
@@ -289,7 +300,7 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	if hasProv {
 		srcContent = ContentHash(src)
 	}
-	obj, applied := prepare(src, c.operation, ownerUIDs)
+	obj, managedFields := prepare(src, c.operation, ownerUIDs)
 
 	created := true
 	var existingGeneration int64
@@ -338,13 +349,14 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 			return created, nil, err
 		}
 	}
-	if len(applied) > 0 {
-		if err := c.restoreManagedFields(ctx, o, obj, applied); err != nil {
-			return created, nil, err
-		}
-	}
 	if len(sameGroup) > 0 {
-		return created, &deferredOwners{object: o, targetUID: obj.GetUID(), refs: allOwnerRefs(obj, sameGroup)}, nil
+		// The managed fields wait for the owners: a write that sets them
+		// along with other changes gives those changes to the operator.
+		return created, &deferredOwners{object: o, targetUID: obj.GetUID(), refs: allOwnerRefs(obj, sameGroup),
+			owners: owners, managedFields: managedFields}, nil
+	}
+	if err := c.restoreManagedFields(ctx, o, obj.GetUID(), owners, managedFields); err != nil {
+		return created, nil, err
 	}
 	return created, nil, nil
 }
@@ -451,16 +463,38 @@ func (c *Copier) linkOwners(ctx context.Context, d deferredOwners) error {
 	if err := retry(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
 		return fmt.Errorf("linking the owners of %s in the target: %w", d.object.ObjectRef, err)
 	}
-	return nil
+	return c.restoreManagedFields(ctx, d.object, d.targetUID, d.owners, d.managedFields)
 }
 
-// restoreManagedFields gives a created object the managed fields it had in
-// the source. A create records the creator as the manager of every field,
-// which would take the fields of server-side-apply managers (the topology
-// controller) away from them, and their next apply could no longer remove
-// fields it set. Only objects with an Apply manager need this.
-func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, obj *unstructured.Unstructured, fields []metav1.ManagedFieldsEntry) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": obj.GetUID(), "managedFields": fields}})
+// restoreManagedFields gives a copy in the target every managed fields entry
+// its source had, with the owner UIDs in their field paths rewritten to the
+// target's, so that server-side-apply ownership is the same after the move:
+// a create records the creator as the manager of every field, and a
+// manager's next apply could then no longer remove a field it set, nor would
+// the copy say who set what. It is one write per object with managed fields,
+// and must be the last write of the copy: the API server keeps managed
+// fields a request sets only when the request changes nothing else, and
+// gives whatever else a write changes (owner references, status) to the
+// writer. Redone on a resumed copy, it changes nothing. owners are the
+// source UIDs of the owners the copy references; paths naming any other
+// UID (owners that do not move, whose references the copy drops) are
+// dropped.
+func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, uid types.UID, owners map[types.UID]bool, source []metav1.ManagedFieldsEntry) error {
+	if len(source) == 0 {
+		return nil
+	}
+	fields, err := rewriteOwnerUIDs(source, func(sourceUID types.UID) (types.UID, bool, error) {
+		owner, moves := c.plan.Object(sourceUID)
+		if !moves || !owners[sourceUID] {
+			return "", false, nil
+		}
+		targetUID, err := c.targetUID(ctx, owner)
+		return targetUID, err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("restoring the managed fields of %s in the target: %w", o.ObjectRef, err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "managedFields": fields}})
 	if err != nil {
 		return err
 	}
@@ -570,17 +604,11 @@ func EnsureNamespace(ctx context.Context, c client.Client, name, operation strin
 // with the operation, with owner references to moved owners pointed at
 // their target UIDs (ownerUIDs, by source UID) and the others dropped
 // (owners of the same group are linked after the create). It also returns
-// the source's managed fields when an Apply manager holds some, for
-// restoreManagedFields. The source object is reused, not copied: the
-// caller must not use it afterwards.
+// the source's managed fields, every entry, for restoreManagedFields. The
+// source object is reused, not copied: the caller must not use it
+// afterwards.
 func prepare(src *unstructured.Unstructured, operation string, ownerUIDs map[types.UID]types.UID) (*unstructured.Unstructured, []metav1.ManagedFieldsEntry) {
-	var applied []metav1.ManagedFieldsEntry
-	for _, f := range src.GetManagedFields() {
-		if f.Operation == metav1.ManagedFieldsOperationApply {
-			applied = src.GetManagedFields()
-			break
-		}
-	}
+	managedFields := src.GetManagedFields()
 
 	var refs []metav1.OwnerReference
 	for _, ref := range src.GetOwnerReferences() {
@@ -617,5 +645,5 @@ func prepare(src *unstructured.Unstructured, operation string, ownerUIDs map[typ
 	obj.SetAnnotations(annotations)
 	obj.SetFinalizers(src.GetFinalizers())
 	obj.SetOwnerReferences(refs)
-	return obj, applied
+	return obj, managedFields
 }

@@ -103,15 +103,19 @@ func TestPrepare(t *testing.T) {
 		}
 	})
 
-	t.Run("managed fields are returned for restoring when an Apply manager holds some", func(t *testing.T) {
-		_, applied := prepare(sourceMachine(), "op-1", ownerUIDs)
-		if len(applied) != 1 || applied[0].Manager != "capi-topology" {
-			t.Errorf("managed fields to restore: %+v, want the capi-topology entry", applied)
+	t.Run("every managed fields entry is returned for restoring, Apply and Update alike", func(t *testing.T) {
+		_, fields := prepare(sourceMachine(), "op-1", ownerUIDs)
+		if len(fields) != 1 || fields[0].Manager != "capi-topology" {
+			t.Errorf("managed fields to restore: %+v, want the capi-topology entry", fields)
 		}
 		src := sourceMachine()
-		src.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}})
-		if _, applied := prepare(src, "op-1", ownerUIDs); applied != nil {
-			t.Errorf("managed fields to restore: %+v, want none without an Apply manager", applied)
+		updates := []metav1.ManagedFieldsEntry{
+			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate},
+			{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
+		}
+		src.SetManagedFields(updates)
+		if _, fields := prepare(src, "op-1", ownerUIDs); !cmp.Equal(fields, updates) {
+			t.Errorf("managed fields to restore: %+v, want both Update entries", fields)
 		}
 	})
 
