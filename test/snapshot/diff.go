@@ -8,8 +8,9 @@ import (
 )
 
 // Diff describes how got differs from want, or returns "" when they are
-// equal: objects only in want (-), only in got (+), and for objects in both
-// a field-by-field diff (-want +got).
+// equal and got is sound: objects only in want (-), only in got (+), for
+// objects in both a field-by-field diff (-want +got), and every UID of got
+// that names nothing in its cluster (!), even when want has it too.
 func Diff(want, got *Snapshot) string {
 	var b strings.Builder
 	i, j := 0, 0
@@ -27,6 +28,11 @@ func Diff(want, got *Snapshot) string {
 			}
 			i++
 			j++
+		}
+	}
+	for _, o := range got.Objects {
+		for _, u := range o.Unresolved {
+			fmt.Fprintf(&b, "! %s: %s\n", o.Key(), u)
 		}
 	}
 	return b.String()

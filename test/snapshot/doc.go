@@ -15,10 +15,20 @@
 // Secrets and ConfigMaps of the captured namespaces. Per object: kind (with
 // group), namespace, name, labels, annotations, everything but metadata and
 // status (the spec, or a Secret's type and data), the ownerReferences by kind,
-// name and controller flag, and the finalizers. Identity that cannot survive
-// a move (UIDs, resourceVersions, generations, timestamps, managed fields) is
-// left out; statuses are left out unless Options.Status asks for them.
-// Secret values are replaced by a digest, so a diff never prints them.
+// name, controller and blockOwnerDeletion flags, the finalizers, and the
+// managed fields entries of server-side apply (of updates too with
+// Options.UpdateManagers) without their times, their paths naming owner
+// references by the owner's kind and name. Identity that cannot survive a
+// move (UIDs, resourceVersions, generations, timestamps) is left out;
+// statuses are left out unless Options.Status asks for them. Secret values
+// are replaced by a digest, so a diff never prints them.
+//
+// UIDs are checked instead: Take records, per object, every owner
+// reference whose UID is not that of an object of its kind and name in the
+// cluster, and every managed field path naming an owner reference the
+// object does not have (what clusterctl's move leaves: it restores managed
+// fields with the source's owner UIDs). Diff reports them in got even when
+// want has them too.
 //
 // Take only reads; it never changes the cluster.
 package snapshot

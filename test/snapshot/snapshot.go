@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,6 +31,15 @@ type Options struct {
 	// a key ending in "/" leaves out every key with that prefix.
 	IgnoreLabels      []string
 	IgnoreAnnotations []string
+	// UpdateManagers captures the managed fields entries of Update
+	// operations too, not only those of server-side apply. Their field sets
+	// change with every write of their manager, so they compare only
+	// clusters where no controller wrote since.
+	UpdateManagers bool
+	// IgnoreManagers are field managers whose entries are left out (a
+	// move's own writes, such as its pause, in one cluster but not the
+	// other).
+	IgnoreManagers []string
 }
 
 // Snapshot is the captured state, objects sorted by kind, namespace and name.
@@ -52,14 +62,36 @@ type Object struct {
 	Status     any
 	Owners     []Owner
 	Finalizers []string
+	// Managers are the managed fields entries of server-side apply (and of
+	// updates with Options.UpdateManagers), sorted.
+	Managers []Manager
+	// Unresolved says which UIDs of the object name nothing: an owner
+	// reference whose UID is not the UID of an object of that kind and name
+	// in the cluster (found by Take), or a managed field path naming an
+	// owner reference the object does not have.
+	Unresolved []string
 }
 
 // Owner is an ownerReference without the owner's UID and version, which
 // differ between clusters for the same logical owner.
 type Owner struct {
-	Kind       string
-	Name       string
-	Controller bool
+	Kind               string
+	Name               string
+	Controller         bool
+	BlockOwnerDeletion bool
+}
+
+// Manager is a managed fields entry without its time, which differs between
+// clusters. Its field paths name owner references by the owner's kind and
+// name instead of its UID: k:{"owner":"Kind.group/name"}.
+type Manager struct {
+	Manager     string
+	Operation   string
+	APIVersion  string
+	Subresource string
+	// Fields are the entry's field paths, one per member of its set, their
+	// elements joined by dots, sorted.
+	Fields []string
 }
 
 // Key identifies an object across clusters.
@@ -111,11 +143,11 @@ func Take(ctx context.Context, c client.Reader, opts Options) (*Snapshot, error)
 	if err := c.List(ctx, crds, client.HasLabels{ClusterctlLabel}); err != nil {
 		return nil, fmt.Errorf("listing the Cluster API CRDs: %w", err)
 	}
-	var types []listType
+	var kinds []listType
 	for _, crd := range crds.Items {
 		for _, v := range crd.Spec.Versions {
 			if v.Storage {
-				types = append(types, listType{
+				kinds = append(kinds, listType{
 					gvk:        schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind},
 					namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 				})
@@ -123,8 +155,10 @@ func Take(ctx context.Context, c client.Reader, opts Options) (*Snapshot, error)
 		}
 	}
 	s := &Snapshot{}
-	captured := map[string]bool{} // kind/namespace/name, to find what they own
-	for _, t := range types {
+	captured := map[string]bool{}      // kind/namespace/name, to find what they own
+	uids := map[types.UID]string{}     // of every captured object, to resolve owners
+	var refs [][]metav1.OwnerReference // of each object of s, in order
+	for _, t := range kinds {
 		items, err := list(ctx, c, t, opts.Namespaces)
 		if err != nil {
 			return nil, err
@@ -133,6 +167,8 @@ func Take(ctx context.Context, c client.Reader, opts Options) (*Snapshot, error)
 			o := Normalize(&items[i], opts)
 			s.Objects = append(s.Objects, o)
 			captured[o.Kind+"/"+o.Namespace+"/"+o.Name] = true
+			uids[items[i].GetUID()] = o.Kind + "/" + o.Name
+			refs = append(refs, items[i].GetOwnerReferences())
 		}
 	}
 
@@ -167,8 +203,14 @@ func Take(ctx context.Context, c client.Reader, opts Options) (*Snapshot, error)
 			if providerNamespaces[u.GetNamespace()] && !ownedByCaptured(u, captured) {
 				continue
 			}
-			s.Objects = append(s.Objects, Normalize(u, opts))
+			o := Normalize(u, opts)
+			s.Objects = append(s.Objects, o)
+			uids[u.GetUID()] = o.Kind + "/" + o.Name
+			refs = append(refs, u.GetOwnerReferences())
 		}
+	}
+	if err := resolveOwners(ctx, c, s.Objects, refs, uids); err != nil {
+		return nil, err
 	}
 	sort.Slice(s.Objects, func(i, j int) bool { return less(s.Objects[i].Key(), s.Objects[j].Key()) })
 	return s, nil
@@ -284,7 +326,10 @@ func Normalize(u *unstructured.Unstructured, opts Options) Object {
 		o.Content = redactSecret(o.Content)
 	}
 	for _, ref := range u.GetOwnerReferences() {
-		o.Owners = append(o.Owners, Owner{Kind: kindOf(ref.APIVersion, ref.Kind), Name: ref.Name, Controller: ref.Controller != nil && *ref.Controller})
+		o.Owners = append(o.Owners, Owner{
+			Kind: kindOf(ref.APIVersion, ref.Kind), Name: ref.Name,
+			Controller: ref.Controller != nil && *ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion,
+		})
 	}
 	sort.Slice(o.Owners, func(i, j int) bool {
 		a, b := o.Owners[i], o.Owners[j]
@@ -297,6 +342,7 @@ func Normalize(u *unstructured.Unstructured, opts Options) Object {
 		o.Finalizers = append([]string{}, f...)
 		sort.Strings(o.Finalizers)
 	}
+	o.Managers, o.Unresolved = managers(u, opts)
 	return o
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,6 +80,75 @@ func TestNormalize(t *testing.T) {
 		}
 		if s.Object["data"].(map[string]any)["value"] != "c2VjcmV0" {
 			t.Error("Normalize must not change its input")
+		}
+	})
+}
+
+// withManagers gives a machine managed fields as a cluster would hold them:
+// an Apply entry that names its MachineSet owner by UID, an Update entry,
+// and a status entry.
+func withManagers(u *unstructured.Unstructured, ownerUID string) *unstructured.Unstructured {
+	fields := func(raw string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(raw)} }
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{
+		{Manager: "capi-topology", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1",
+			FieldsV1: fields(`{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"` + ownerUID + `\"}":{}}},"f:spec":{"f:version":{}}}`)},
+		{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1",
+			FieldsV1: fields(`{"f:spec":{"f:clusterName":{}}}`)},
+		{Manager: "move-operator", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1",
+			FieldsV1: fields(`{"f:metadata":{"f:labels":{"f:move.cluster.x-k8s.io/operation":{}}}}`)},
+	})
+	return u
+}
+
+func TestManagers(t *testing.T) {
+	acrossClusters := snapshot.Options{IgnoreLabels: []string{"move.cluster.x-k8s.io/"}}
+	t.Run("Apply entries compare across clusters, owner references named by kind and name instead of UID", func(t *testing.T) {
+		a := snapshot.Normalize(withManagers(machine("uid-source", "100"), "uid-source-ms"), acrossClusters)
+		b := snapshot.Normalize(withManagers(machine("uid-target", "7"), "uid-target-ms"), acrossClusters)
+		if d := snapshot.Diff(&snapshot.Snapshot{Objects: []snapshot.Object{a}}, &snapshot.Snapshot{Objects: []snapshot.Object{b}}); d != "" {
+			t.Fatalf("unexpected diff:\n%s", d)
+		}
+		want := []snapshot.Manager{{Manager: "capi-topology", Operation: "Apply", APIVersion: "cluster.x-k8s.io/v1beta2",
+			Fields: []string{`f:metadata.f:ownerReferences.k:{"owner":"MachineSet.cluster.x-k8s.io/ms"}`, "f:spec.f:version"}}}
+		if diff := cmp.Diff(want, a.Managers); diff != "" {
+			t.Errorf("managers differ (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("Update entries are compared only when asked for, without the ignored managers", func(t *testing.T) {
+		o := snapshot.Normalize(withManagers(machine("u", "1"), "u-ms"), snapshot.Options{UpdateManagers: true, IgnoreManagers: []string{"move-operator"}})
+		var names []string
+		for _, m := range o.Managers {
+			names = append(names, m.Manager+"/"+m.Operation)
+		}
+		if diff := cmp.Diff([]string{"capi-topology/Apply", "manager/Update"}, names); diff != "" {
+			t.Errorf("managers differ (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a copy whose managed fields still name the source's owner UID differs, and the UID is reported as naming nothing", func(t *testing.T) {
+		// What clusterctl's move leaves: owner references pointed at the
+		// target's owners, managed fields still naming the source's.
+		source := snapshot.Normalize(withManagers(machine("uid-source", "100"), "uid-source-ms"), acrossClusters)
+		target := snapshot.Normalize(withManagers(machine("uid-target", "7"), "uid-source-ms"), acrossClusters)
+		d := snapshot.Diff(&snapshot.Snapshot{Objects: []snapshot.Object{source}}, &snapshot.Snapshot{Objects: []snapshot.Object{target}})
+		if want := "! Machine.cluster.x-k8s.io team-a/m-1: managed fields of capi-topology (Apply) name an owner reference the object does not have"; !strings.Contains(d, want) {
+			t.Errorf("diff lacks %q:\n%s", want, d)
+		}
+		if fields := target.Managers[0].Fields; fields[0] != `f:metadata.f:ownerReferences.k:{"owner":"?"}` {
+			t.Errorf("the target's Apply entry has fields %q, want the owner reference named as unknown", fields)
+		}
+	})
+
+	t.Run("blockOwnerDeletion is compared", func(t *testing.T) {
+		a := snapshot.Normalize(machine("u", "1"), snapshot.Options{})
+		m := machine("u", "1")
+		refs := m.GetOwnerReferences()
+		refs[1].BlockOwnerDeletion = ptr.To(true)
+		m.SetOwnerReferences(refs)
+		b := snapshot.Normalize(m, snapshot.Options{})
+		if d := snapshot.Diff(&snapshot.Snapshot{Objects: []snapshot.Object{a}}, &snapshot.Snapshot{Objects: []snapshot.Object{b}}); !strings.Contains(d, "BlockOwnerDeletion") {
+			t.Errorf("diff does not show the blockOwnerDeletion change:\n%s", d)
 		}
 	})
 }

@@ -106,7 +106,7 @@ func (f *testFleet) owns(namespace, name string) bool {
 // snapshot captures the fleet's objects in a cluster.
 func (f *testFleet) snapshot(t *testing.T, ctx context.Context, c client.Reader) *snapshot.Snapshot {
 	t.Helper()
-	s, err := snapshot.Take(ctx, c, snapshot.Options{Namespaces: f.Namespaces})
+	s, err := snapshot.Take(ctx, c, snapshot.Options{Namespaces: f.Namespaces, UpdateManagers: true})
 	if err != nil {
 		t.Fatalf("taking a snapshot: %v", err)
 	}
@@ -494,7 +494,9 @@ func TestAClusterSelectorMovesExactlyItsClusters(t *testing.T) {
 				inSource = inSource || !selected[c]
 			}
 		case o.Key() == (snapshot.Key{Kind: "ClusterClass.cluster.x-k8s.io", Namespace: left.ClassRef.Namespace, Name: left.ClassRef.Name}) ||
-			(o.Namespace == left.ClassRef.Namespace && slices.Contains(o.Owners, snapshot.Owner{Kind: "ClusterClass.cluster.x-k8s.io", Name: left.ClassRef.Name})):
+			(o.Namespace == left.ClassRef.Namespace && slices.ContainsFunc(o.Owners, func(ow snapshot.Owner) bool {
+				return ow.Kind == "ClusterClass.cluster.x-k8s.io" && ow.Name == left.ClassRef.Name
+			})):
 			inTarget = false // used only by the Cluster left
 		case o.Kind == "ClusterResourceSet.addons.cluster.x-k8s.io" || slices.ContainsFunc(o.Owners, func(ow snapshot.Owner) bool {
 			return ow.Kind == "ClusterResourceSet.addons.cluster.x-k8s.io"

@@ -15,8 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/test/snapshot"
 )
 
 // entries returns the managed fields of an object in a comparable form: the
@@ -245,4 +247,68 @@ func mustObject(t *testing.T, p *graph.Plan, uid types.UID) *graph.Object {
 		t.Fatalf("plan lacks %s:\n%s", uid, p)
 	}
 	return o
+}
+
+// TestSnapshotsCompareManagersAndFindUIDsThatNameNothing checks the
+// snapshot's comparison on real clusters: after a copy the managers of
+// source and target compare equal; managed fields that keep the source's
+// owner UIDs, as clusterctl's move leaves them, and an owner reference whose
+// UID names no object, are reported.
+func TestSnapshotsCompareManagersAndFindUIDsThatNameNothing(t *testing.T) {
+	ctx := testContext(t)
+	source, target := clients(t)
+	ns := namespace(t, "snapshotmanagers")
+	op := operation()
+	owner, child := configMap(ns, "owner", forceMove), configMap(ns, "child", forceMove)
+	create(t, ctx, source, owner)
+	if err := source.Create(ctx, child, client.FieldOwner("creator")); err != nil {
+		t.Fatal(err)
+	}
+	managedBy(t, ctx, source, child, "capi-topology", true, "applied",
+		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.GetUID(), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)})
+	managedBy(t, ctx, source, child, "other-controller", false, "updated")
+	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
+	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+		t.Fatalf("copying: %v", err)
+	}
+	take := func(c client.Reader) *snapshot.Snapshot {
+		s, err := snapshot.Take(ctx, c, snapshot.Options{Namespaces: []string{ns}, UpdateManagers: true, IgnoreLabels: []string{movev1.OperationLabel}})
+		if err != nil {
+			t.Fatalf("taking a snapshot: %v", err)
+		}
+		return s
+	}
+	before := take(source)
+	if o, _ := before.Get(snapshot.Key{Kind: "ConfigMap", Namespace: ns, Name: "child"}); len(o.Managers) != 3 || len(o.Owners) != 1 || !o.Owners[0].BlockOwnerDeletion {
+		t.Fatalf("the snapshot of the source's child holds managers %+v and owners %+v, want creator, capi-topology and other-controller, and the owner blocking deletion", o.Managers, o.Owners)
+	}
+	if d := snapshot.Diff(before, take(target)); d != "" {
+		t.Fatalf("the target differs from the source after the copy (-source +target):\n%s", d)
+	}
+
+	// The source's managed fields as they are, source UIDs in their
+	// paths: what clusterctl's move restores.
+	sourceChild, _ := get(ctx, source, configMapGVK, ns, "child")
+	targetChild, _ := get(ctx, target, configMapGVK, ns, "child")
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"managedFields": sourceChild.GetManagedFields()}})
+	if err := target.Patch(ctx, targetChild, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	// And an owner reference to an owner that does not exist, of an API
+	// version no longer served, which the garbage collector leaves alone.
+	patch, _ = json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{
+		{APIVersion: "cluster.x-k8s.io/v1alpha3", Kind: "Cluster", Name: "deleted-long-ago", UID: sourceChild.GetUID()},
+	}}})
+	if err := target.Patch(ctx, configMap(ns, "owner"), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	d := snapshot.Diff(before, take(target))
+	for _, want := range []string{
+		"! ConfigMap " + ns + "/child: managed fields of capi-topology (Apply) name an owner reference the object does not have",
+		"! ConfigMap " + ns + "/owner: ownerReference to Cluster.cluster.x-k8s.io deleted-long-ago: no such object with its UID in the cluster",
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("the diff does not say %q:\n%s", want, d)
+		}
+	}
 }
