@@ -32,12 +32,12 @@ const (
 func rewriteOwnerUIDs(entries []metav1.ManagedFieldsEntry, target func(types.UID) (types.UID, bool, error)) ([]metav1.ManagedFieldsEntry, error) {
 	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
 	for _, e := range entries {
-		if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
+		if e.FieldsV1 == nil || len(e.FieldsV1.GetRawBytes()) == 0 {
 			out = append(out, e)
 			continue
 		}
 		var fields map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
 			return nil, fmt.Errorf("reading the fields of manager %s: %w", e.Manager, err)
 		}
 		changed, err := rewriteOwnerKeys(fields, target)
@@ -55,7 +55,7 @@ func rewriteOwnerUIDs(entries []metav1.ManagedFieldsEntry, target func(types.UID
 		if err != nil {
 			return nil, fmt.Errorf("writing the fields of manager %s: %w", e.Manager, err)
 		}
-		e.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		e.FieldsV1 = metav1.NewFieldsV1(string(raw))
 		out = append(out, e)
 	}
 	return out, nil

@@ -12,16 +12,21 @@ import (
 
 func TestRewriteOwnerUIDs(t *testing.T) {
 	// Source UIDs of owners that move, and their target UIDs; "stays-uid"
-	// is an owner that does not move.
+	// is an owner that does not move, and the target UID of
+	// "unreadable-uid" cannot be read.
 	moved := map[types.UID]types.UID{"ms-source-uid": "ms-target-uid", "cluster-source-uid": "cluster-target-uid"}
+	unreadable := errors.New("unreachable")
 	target := func(uid types.UID) (types.UID, bool, error) {
+		if uid == "unreadable-uid" {
+			return "", false, unreadable
+		}
 		to, ok := moved[uid]
 		return to, ok, nil
 	}
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
 		e := metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1"}
 		if fields != "" {
-			e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(fields)}
+			e.FieldsV1 = metav1.NewFieldsV1(fields)
 		}
 		return e
 	}
@@ -32,7 +37,7 @@ func TestRewriteOwnerUIDs(t *testing.T) {
 		for _, e := range entries {
 			var f any
 			if e.FieldsV1 != nil {
-				if err := json.Unmarshal(e.FieldsV1.Raw, &f); err != nil {
+				if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &f); err != nil {
 					t.Fatalf("fields of %s: %v", e.Manager, err)
 				}
 			}
@@ -87,7 +92,7 @@ func TestRewriteOwnerUIDs(t *testing.T) {
 			name: "entries that name no owner are returned as they are, times and subresources included",
 			in: []metav1.ManagedFieldsEntry{
 				{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: &metav1.Time{},
-					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}},
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)},
 				entry("empty", metav1.ManagedFieldsOperationUpdate, ""),
 			},
 			unchanged: true,
@@ -124,15 +129,14 @@ func TestRewriteOwnerUIDs(t *testing.T) {
 		if _, err := rewriteOwnerUIDs(in, target); err != nil {
 			t.Fatal(err)
 		}
-		if string(in[0].FieldsV1.Raw) != raw {
-			t.Errorf("the source entry became %s", in[0].FieldsV1.Raw)
+		if string(in[0].FieldsV1.GetRawBytes()) != raw {
+			t.Errorf("the source entry became %s", in[0].FieldsV1.GetRawBytes())
 		}
 	})
 
 	t.Run("an owner whose target UID cannot be read fails the rewrite", func(t *testing.T) {
-		unreadable := errors.New("unreachable")
-		in := []metav1.ManagedFieldsEntry{entry("m", metav1.ManagedFieldsOperationApply, `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"ms-source-uid\"}":{}}}}`)}
-		_, err := rewriteOwnerUIDs(in, func(types.UID) (types.UID, bool, error) { return "", false, unreadable })
+		in := []metav1.ManagedFieldsEntry{entry("m", metav1.ManagedFieldsOperationApply, `{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"unreadable-uid\"}":{}}}}`)}
+		_, err := rewriteOwnerUIDs(in, target)
 		if !errors.Is(err, unreadable) {
 			t.Errorf("error %v, want it to wrap %v", err, unreadable)
 		}

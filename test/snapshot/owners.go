@@ -88,8 +88,8 @@ func managers(u *unstructured.Unstructured, opts Options) ([]Manager, []string) 
 		}
 		m := Manager{Manager: e.Manager, Operation: string(e.Operation), APIVersion: e.APIVersion, Subresource: e.Subresource}
 		var fields map[string]any
-		if e.FieldsV1 != nil && json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
-			m.Fields = []string{"unreadable: " + string(e.FieldsV1.Raw)}
+		if e.FieldsV1 != nil && json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
+			m.Fields = []string{"unreadable: " + string(e.FieldsV1.GetRawBytes())}
 		}
 		flatten(nil, fields, func(path []string) {
 			if len(path) > 2 && path[0] == "f:metadata" && path[1] == "f:ownerReferences" && strings.HasPrefix(path[2], "k:") {

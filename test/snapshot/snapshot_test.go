@@ -88,7 +88,7 @@ func TestNormalize(t *testing.T) {
 // an Apply entry that names its MachineSet owner by UID, an Update entry,
 // and a status entry.
 func withManagers(u *unstructured.Unstructured, ownerUID string) *unstructured.Unstructured {
-	fields := func(raw string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(raw)} }
+	fields := func(raw string) *metav1.FieldsV1 { return metav1.NewFieldsV1(raw) }
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{
 		{Manager: "capi-topology", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1",
 			FieldsV1: fields(`{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"` + ownerUID + `\"}":{}}},"f:spec":{"f:version":{}}}`)},

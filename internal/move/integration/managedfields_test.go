@@ -31,7 +31,7 @@ func entries(t *testing.T, u *unstructured.Unstructured, rename map[types.UID]ty
 	for _, e := range u.GetManagedFields() {
 		raw := "{}"
 		if e.FieldsV1 != nil {
-			raw = string(e.FieldsV1.Raw)
+			raw = string(e.FieldsV1.GetRawBytes())
 		}
 		var fields map[string]any
 		if err := json.Unmarshal([]byte(raw), &fields); err != nil {
@@ -125,8 +125,8 @@ func TestCopyKeepsEveryFieldManagerWithOwnerUIDsRewritten(t *testing.T) {
 		t.Errorf("managed fields of the copy differ from the source's with owner UIDs rewritten (-want +got):\n%s", diff)
 	}
 	for _, e := range after.GetManagedFields() {
-		if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), string(owner.GetUID())) {
-			t.Errorf("the entry of %s names a source UID: %s", e.Manager, e.FieldsV1.Raw)
+		if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.GetRawBytes()), string(owner.GetUID())) {
+			t.Errorf("the entry of %s names a source UID: %s", e.Manager, e.FieldsV1.GetRawBytes())
 		}
 	}
 }
