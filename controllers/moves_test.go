@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -76,9 +78,15 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 	infra := env.Target.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
 	infraKey := types.NamespacedName{Namespace: infra.Namespace, Name: infra.Deployment}
 
+	applied := applyAsTopology(ctx, t, f.Namespaces[0])
+
 	stateBefore := stateOf(ctx, g)
 	sourceBefore := take(ctx, g, env.Source, f.Namespaces)
 	t.Logf("moving %d objects: %v", len(sourceBefore.Objects), sourceBefore.Kinds())
+	o, _ := sourceBefore.Get(applied)
+	g.Expect(o.Managers).To(ContainElement(And(HaveField("Manager", "capi-topology"),
+		HaveField("Fields", ContainElement(HavePrefix(`f:metadata.f:ownerReferences.k:{"owner":"Cluster.cluster.x-k8s.io/`))))),
+		"the snapshot of %s shows the Apply manager's owner reference", applied)
 
 	ups := &scaleUps{}
 	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
@@ -177,6 +185,32 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 // copy) after the step it reports was done: the step is not done again, so
 // the next status must still count it. The operator's writes of the last
 // copy progress and of the last delete progress are refused once each.
+// applyAsTopology gives the first MachineDeployment of a namespace a
+// server-side-apply manager, as Cluster API's topology controller is, that
+// holds a label and the owner reference to the Cluster: a move must leave
+// it holding them, the reference named by the Cluster's UID in the target.
+// It returns the MachineDeployment's snapshot key.
+func applyAsTopology(ctx context.Context, t *testing.T, namespace string) snapshot.Key {
+	t.Helper()
+	mds := &unstructured.UnstructuredList{}
+	mds.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeploymentList"})
+	if err := env.Source.Client.List(ctx, mds, client.InNamespace(namespace)); err != nil || len(mds.Items) == 0 {
+		t.Fatalf("listing the MachineDeployments of %s: %v (%d found)", namespace, err, len(mds.Items))
+	}
+	md := mds.Items[0]
+	intent := &unstructured.Unstructured{}
+	intent.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeployment"})
+	intent.SetNamespace(md.GetNamespace())
+	intent.SetName(md.GetName())
+	intent.SetLabels(map[string]string{"move-test/applied": "yes"})
+	intent.SetOwnerReferences(md.GetOwnerReferences())
+	//nolint:staticcheck // an apply patch as Cluster API topology sends it
+	if err := env.Source.Client.Patch(ctx, intent, client.Apply, client.FieldOwner("capi-topology"), client.ForceOwnership); err != nil {
+		t.Fatalf("applying to MachineDeployment %s/%s: %v", md.GetNamespace(), md.GetName(), err)
+	}
+	return snapshot.Key{Kind: "MachineDeployment.cluster.x-k8s.io", Namespace: md.GetNamespace(), Name: md.GetName()}
+}
+
 func TestProgressCountsStepsWhoseStatusWriteWasLostToAConflict(t *testing.T) {
 	rc := newRollbackCase(t, "lostwrite")
 	var lostCopy, lostDelete sync.Once
