@@ -88,14 +88,13 @@ func TestNormalize(t *testing.T) {
 // an Apply entry that names its MachineSet owner by UID, an Update entry,
 // and a status entry.
 func withManagers(u *unstructured.Unstructured, ownerUID string) *unstructured.Unstructured {
-	fields := func(raw string) *metav1.FieldsV1 { return metav1.NewFieldsV1(raw) }
 	u.SetManagedFields([]metav1.ManagedFieldsEntry{
 		{Manager: "capi-topology", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1",
-			FieldsV1: fields(`{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"` + ownerUID + `\"}":{}}},"f:spec":{"f:version":{}}}`)},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"` + ownerUID + `\"}":{}}},"f:spec":{"f:version":{}}}`)},
 		{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1",
-			FieldsV1: fields(`{"f:spec":{"f:clusterName":{}}}`)},
+			FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:clusterName":{}}}`)},
 		{Manager: "move-operator", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "cluster.x-k8s.io/v1beta2", FieldsType: "FieldsV1",
-			FieldsV1: fields(`{"f:metadata":{"f:labels":{"f:move.cluster.x-k8s.io/operation":{}}}}`)},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:move.cluster.x-k8s.io/operation":{}}}}`)},
 	})
 	return u
 }
