@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,7 +55,16 @@ type DiscoverOptions struct {
 	Namespaces []string
 	// PageSize is the limit of each LIST request; DefaultPageSize when zero.
 	PageSize int64
+	// Concurrency bounds the LIST requests in flight;
+	// DefaultListConcurrency when zero.
+	Concurrency int
 }
+
+// DefaultListConcurrency is how many kinds Discover lists at once. A plan
+// reads every kind of every provider in every moved namespace (about 45
+// kinds per namespace); one after the other, a restarted operator spent a
+// second or two reading the plan again before its first write.
+const DefaultListConcurrency = 8
 
 // Discover reads the objects of the given kinds and returns their graph. It
 // reads, in the namespaces to move (all when none are given), every object
@@ -72,10 +83,23 @@ func Discover(ctx context.Context, c client.Reader, ts *Types, opts DiscoverOpti
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
+	concurrency := opts.Concurrency
+	if concurrency <= 0 {
+		concurrency = DefaultListConcurrency
+	}
 	g := New(ts, opts.Namespaces)
 	namespaces := g.Namespaces()
 
-	add := func(obj client.Object) error { return g.Add(obj) }
+	// Lists run concurrently; the graph is built under one lock (adding is
+	// keyed by UID, so the order of the lists does not matter).
+	var mu sync.Mutex
+	add := func(obj client.Object) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return g.Add(obj)
+	}
+	lists, listCtx := errgroup.WithContext(ctx)
+	lists.SetLimit(concurrency)
 	for _, typ := range ts.All() {
 		gk := typ.GVK.GroupKind()
 		listGVK := typ.GVK.GroupVersion().WithKind(typ.GVK.Kind + "List")
@@ -89,17 +113,25 @@ func Discover(ctx context.Context, c client.Reader, ts *Types, opts DiscoverOpti
 			scopes = namespaces
 		}
 		if gk == ClusterGroupKind {
+			mu.Lock()
 			g.MarkListed(gk, "")
+			mu.Unlock()
 		}
 		for _, ns := range scopes {
 			var listOpts []client.ListOption
 			if ns != "" {
 				listOpts = append(listOpts, client.InNamespace(ns))
 			}
-			if err := listPages(ctx, c, listGVK, !full, pageSize, listOpts, add); err != nil {
-				return nil, fmt.Errorf("listing %s%s: %w", KindString(gk), inNamespace(ns), err)
-			}
+			lists.Go(func() error {
+				if err := listPages(listCtx, c, listGVK, !full, pageSize, listOpts, add); err != nil {
+					return fmt.Errorf("listing %s%s: %w", KindString(gk), inNamespace(ns), err)
+				}
+				return nil
+			})
 		}
+	}
+	if err := lists.Wait(); err != nil {
+		return nil, err
 	}
 
 	if len(namespaces) > 0 {
