@@ -816,6 +816,7 @@ func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
 	if err := b.w.create(ctx, lmp, func() {
 		setNested(lmp, map[string]any{
 			"initialization": map[string]any{"provisioned": true},
+			"ready":          true,
 			"replicas":       int64(replicas),
 			"conditions":     conditionsJSON(conditions(lmp.GetGeneration(), isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))),
 		}, "status")

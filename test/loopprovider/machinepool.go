@@ -121,7 +121,11 @@ func (r *machinePoolReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	}
 	return ctrl.Result{}, r.patchStatus(ctx, lmp, map[string]any{
 		statusInitialization: map[string]any{"provisioned": true},
-		"replicas":           int64(replicas),
+		// The MachinePool controller of Cluster API v1.14 still reads the
+		// infrastructure machine pool's readiness from status.ready
+		// (external.IsReady), not from status.initialization.
+		"ready":    true,
+		"replicas": int64(replicas),
 	}, ready())
 }
 

@@ -159,10 +159,35 @@ func (s *Server) AddNode(ctx context.Context, n Node) error {
 	if !n.ControlPlane {
 		return nil
 	}
+	if err := s.ensureKubeadmConfig(ctx, n.Info.KubeletVersion); err != nil {
+		return err
+	}
 	for _, component := range staticPods {
 		if err := s.addStaticPod(ctx, component, n, now); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// kubeadmConfigMap is the ConfigMap kubeadm init uploads to kube-system.
+const kubeadmConfigMap = "kubeadm-config"
+
+// ensureKubeadmConfig uploads the kubeadm-config ConfigMap, as kubeadm init
+// does on the first control-plane node. KubeadmControlPlane reads it to
+// learn that a control plane whose status says nothing (a copy made by a
+// move carries no status) is initialized; without it the moved cluster
+// would never be Available again. Every cluster shares this server, so
+// one ConfigMap serves all.
+func (s *Server) ensureKubeadmConfig(ctx context.Context, version string) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: kubeadmConfigMap},
+		Data: map[string]string{
+			"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: " + version + "\n",
+		},
+	}
+	if err := s.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("uploading the %s ConfigMap: %w", kubeadmConfigMap, err)
 	}
 	return nil
 }
