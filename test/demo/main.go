@@ -1,15 +1,21 @@
 // Command demo is `make demo`: it moves a fleet of Cluster API workload
 // clusters from one local management cluster to another with move-operator
-// running as a real process, shows the move live and prints what changed.
+// running as a real process, every Cluster API controller live in both
+// clusters, shows the move live, prints what changed, and ends with the
+// takeover check: the target's controllers reconciled the moved fleet and
+// no VM or Machine was created or deleted.
 //
 // It starts two local management clusters (package testenv: real etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok processes
-// with Cluster API installed as clusterctl init leaves it), creates a fleet in
-// the source (package fleet), installs the MoveOperation CRD, builds and runs
-// the manager out of cluster against the source, creates the target kubeconfig
-// Secret and applies config/samples/demo_moveoperation.yaml. It exits 0 only
-// when the MoveOperation reached Done and the target holds exactly what the
-// source held before.
+// with Cluster API installed as clusterctl init leaves it, and its
+// controllers and the loop provider running against a simulated cloud),
+// creates a fleet in the source (package fleet) and waits until the source's
+// controllers have settled it, installs the MoveOperation CRD, builds and
+// runs the manager out of cluster against the source, creates the target
+// kubeconfig Secret and applies config/samples/demo_moveoperation.yaml. It
+// exits 0 only when the MoveOperation reached Done, the target holds exactly
+// what the source held before, and the target's controllers took the fleet
+// over without creating or deleting a VM or a Machine (package takeover).
 //
 // The clusters are processes of this program: they stop when it stops. With
 // KEEP=1 it stays in the foreground after the move, printing kubectl commands
@@ -52,6 +58,7 @@ import (
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/localcluster"
 	"github.com/move-operator/move-operator/test/snapshot"
+	"github.com/move-operator/move-operator/test/takeover"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -61,6 +68,14 @@ const (
 	secretName = "target-kubeconfig"
 	// moveTimeout bounds the move itself; it takes seconds.
 	moveTimeout = 5 * time.Minute
+	// settleBound bounds how long the live controllers may take to settle
+	// the fresh fleet in the source, and the moved one in the target.
+	settleBound = 5 * time.Minute
+	// quietBeforeMove is how long the source's controllers must have left
+	// the fleet alone before the move: nothing in flight.
+	quietBeforeMove = 10 * time.Second
+	// takeoverWindow is how long the moved fleet is watched in the target.
+	takeoverWindow = 30 * time.Second
 )
 
 // fleetOptions is the demo fleet: six workload clusters, two of each shape
@@ -148,7 +163,7 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	step("Building the operator (go build -o bin/manager .) while two management clusters start")
 	built := make(chan error, 1)
 	go func() { built <- d.buildOperator(ctx) }()
-	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Logf: func(format string, args ...any) {
+	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, Logf: func(format string, args ...any) {
 		say("  "+format, args...)
 	}})
 	if err != nil {
@@ -160,7 +175,9 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	say("  operator built: bin/manager")
 
 	step(fmt.Sprintf("Creating a fleet of %d workload clusters in the source", fleetOptions.Clusters))
-	f, err := fleet.Create(ctx, d.env.Source.Client, fleetOptions)
+	opts := fleetOptions
+	opts.Live = &fleet.Live{Cloud: d.env.Cloud, Workload: d.env.Workload, ManagementCluster: d.env.Source.Name}
+	f, err := fleet.Create(ctx, d.env.Source.Client, opts)
 	if err != nil {
 		return fmt.Errorf("creating the fleet: %w", err)
 	}
@@ -172,6 +189,16 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 		say("  %-8s %-12s %s%s, %d Machines", c.Namespace, c.Name, c.Shape, class, len(c.Machines))
 	}
 	say("  %d objects in %s", f.Total(), f.Duration.Round(time.Millisecond))
+	ours := takeover.InFleet(f)
+	if err := takeover.Poll(ctx, settleBound, func() error {
+		if err := takeover.Available(ctx, d.env.Source, f); err != nil {
+			return err
+		}
+		return takeover.Quiet(d.env.Source, ours, quietBeforeMove)
+	}); err != nil {
+		return fmt.Errorf("the fleet did not settle in the source: %w", err)
+	}
+	say("  the source's controllers have reconciled it and left it alone for %s", quietBeforeMove)
 
 	c, err := d.sourceClient()
 	if err != nil {
@@ -198,6 +225,7 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	say("  KUBECONFIG=%s bin/manager --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0", d.env.Source.KubeconfigPath)
 	say("  its log: %s", d.opLog)
 
+	mark := takeover.MarkNow(d.env)
 	step("Creating the target kubeconfig Secret and applying " + samplePath)
 	mo, err := d.applySample(ctx, c)
 	if err != nil {
@@ -250,6 +278,10 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 			return fmt.Errorf("the move reached Done but controller %s has %d replicas, %d before", strings.ReplaceAll(k, "\t", " "), replicasAfter[k], n)
 		}
 	}
+	headline, err := d.takeover(ctx, f, mark, done)
+	if err != nil {
+		return err
+	}
 	moved, planned := len(inNamespaces(before, f.Namespaces).Objects), 0
 	if done.Status.Plan != nil {
 		planned = int(done.Status.Plan.Objects)
@@ -261,7 +293,51 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	if !keep {
 		say("(KEEP=1 make demo keeps both clusters running afterwards.)")
 	}
+	say("\n%s", headline)
 	return nil
+}
+
+// takeover waits until the target's live controllers have reconciled the
+// moved fleet, watches it for takeoverWindow, and returns the one-line
+// result: what stopping the controllers for the move is for.
+func (d *demo) takeover(ctx context.Context, f *fleet.Fleet, mark takeover.Mark, done *movev1alpha1.MoveOperation) (string, error) {
+	step(fmt.Sprintf("Watching the target's controllers take the fleet over (%s once reconciled)", takeoverWindow))
+	if err := takeover.Poll(ctx, settleBound, func() error {
+		if err := takeover.Available(ctx, d.env.Target, f); err != nil {
+			return err
+		}
+		return takeover.Running(ctx, d.env.Target, f)
+	}); err != nil {
+		return "", fmt.Errorf("the target's controllers did not reconcile the moved fleet: %w", err)
+	}
+	reconciled := time.Since(done.Status.CompletionTime.Time).Round(time.Second)
+	say("  every Cluster Available, every Machine and MachinePool Running, %s after Done", reconciled)
+	for end := time.Now().Add(takeoverWindow); time.Now().Before(end); {
+		if err := takeover.Available(ctx, d.env.Target, f); err != nil {
+			return "", fmt.Errorf("the moved fleet did not stay Available: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	churn := takeover.ChurnSince(d.env, mark, takeover.InFleet(f))
+	if !churn.None() {
+		for _, e := range churn.VMs {
+			say("  cloud: %s VM %s by %s", e.Type, e.VMName, e.Caller)
+		}
+		for _, w := range churn.Machines {
+			say("  %s", w)
+		}
+		return "", fmt.Errorf("the move disturbed the fleet: %d VM events, %d Machines created or deleted", len(churn.VMs), len(churn.Machines))
+	}
+	machines := 0
+	for _, c := range f.Clusters {
+		machines += len(c.Machines)
+	}
+	return fmt.Sprintf("TAKEOVER: no VM or Machine created or deleted; the target's controllers reconciled the fleet (%d clusters, %d Machines) %s after Done",
+		len(f.Clusters), machines, reconciled), nil
 }
 
 func (d *demo) buildOperator(ctx context.Context) error {
