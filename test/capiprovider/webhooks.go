@@ -182,12 +182,6 @@ func newWebhookHandler(spec *providerSpec, cfg *rest.Config) (http.Handler, erro
 	if err != nil {
 		return nil, fmt.Errorf("creating the webhook manager of provider %s: %w", spec.manifestLabel(), err)
 	}
-	// A provider's webhooks read through its manager's client, whose rate
-	// a provider raises (Cluster API's --kube-api-qps); client-go's default
-	// of 5 per second would starve the Cluster webhook, which polls an
-	// unreconciled ClusterClass ten times in two seconds per request.
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = restConfigQPS, restConfigBurst
 	reader, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating the webhook client of provider %s: %w", spec.manifestLabel(), err)
