@@ -93,6 +93,13 @@ bench: ## Benchmark the operator against clusterctl move and raw requests (N=10,
 	$(GO) build -o bin/bench ./test/bench
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" bin/bench -out $(BENCH_OUT) $(BENCH_ARGS)
 
+SAFETY_ARGS ?=
+
+.PHONY: safety
+safety: ## Move identical fleets with clusterctl and with the operator, every controller live, in scenarios where a controller acts during a move; writes docs/safety.md (SAFETY_ARGS='-only a,b' narrows it).
+	$(GO) build -o bin/safety ./test/safety
+	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" bin/safety -out docs/safety.md $(SAFETY_ARGS)
+
 ##@ Build
 
 .PHONY: build

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,8 +115,9 @@ func (s *milestoneSink) follow(tl *Timeline) {
 
 func (s *milestoneSink) Init(logr.RuntimeInfo) {}
 
-// Enabled lets V(1) through, where ClusterctlResuming is logged.
-func (s *milestoneSink) Enabled(level int) bool { return level <= 1 }
+// Enabled lets V(1) through, where ClusterctlResuming is logged, and
+// V(5), where clusterctl says why it retries a request.
+func (s *milestoneSink) Enabled(level int) bool { return level <= 1 || level == 5 }
 
 func (s *milestoneSink) Info(level int, msg string, kv ...any) {
 	now := time.Now()
@@ -124,7 +126,7 @@ func (s *milestoneSink) Info(level int, msg string, kv ...any) {
 	if s.tl != nil {
 		s.tl.observe(msg, now)
 	}
-	if level == 0 {
+	if level == 0 || strings.HasPrefix(msg, "Retrying") {
 		fmt.Fprintf(s.out, "%s %s %v\n", now.Format(time.StampMilli), msg, kv)
 	}
 }

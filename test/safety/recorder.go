@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/move-operator/move-operator/test/snapshot"
+)
+
+// What a mover writes to the objects it moves, and must: pausing, the
+// delete-for-move mark, the operator's bookkeeping. Left out of the
+// comparison of a copy with its original.
+var (
+	moverAnnotations = []string{"move.cluster.x-k8s.io/", "clusterctl.cluster.x-k8s.io/delete-for-move", "cluster.x-k8s.io/paused"}
+	moverLabels      = []string{"move.cluster.x-k8s.io/"}
+)
+
+// recorder follows every kind a move takes, in both clusters, while a run
+// lasts: the last state each object of the fleet had in the source (what
+// the copy should be), and the first state its copy had in the target (what
+// the mover created).
+type recorder struct {
+	keep func(namespace, name string) bool
+
+	mu      sync.Mutex
+	last    map[snapshot.Key]*unstructured.Unstructured
+	first   map[snapshot.Key]*unstructured.Unstructured
+	watches []watch.Interface
+	wg      sync.WaitGroup
+}
+
+// startRecorder opens one watch per kind in each cluster. A watch opened
+// without a resourceVersion first lists what exists, as ADDED events.
+func startRecorder(ctx context.Context, source, target *rest.Config, kinds []schema.GroupVersionKind, keep func(namespace, name string) bool) (*recorder, error) {
+	r := &recorder{keep: keep, last: map[snapshot.Key]*unstructured.Unstructured{}, first: map[snapshot.Key]*unstructured.Unstructured{}}
+	for _, side := range []struct {
+		cfg    *rest.Config
+		record func(watch.Event)
+	}{{source, r.recordSource}, {target, r.recordTarget}} {
+		c, err := client.NewWithWatch(side.cfg, client.Options{})
+		if err != nil {
+			return nil, errors.Join(err, r.stop())
+		}
+		for _, gvk := range kinds {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			w, err := c.Watch(ctx, list)
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("watching %s: %w", gvk.Kind, err), r.stop())
+			}
+			r.watches = append(r.watches, w)
+			r.wg.Add(1)
+			go func() {
+				defer r.wg.Done()
+				for ev := range w.ResultChan() {
+					side.record(ev)
+				}
+			}()
+		}
+	}
+	return r, nil
+}
+
+func (r *recorder) object(ev watch.Event) (*unstructured.Unstructured, snapshot.Key, bool) {
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if !ok || !r.keep(u.GetNamespace(), u.GetName()) {
+		return nil, snapshot.Key{}, false
+	}
+	return u, snapshot.Normalize(u, snapshot.Options{}).Key(), true
+}
+
+func (r *recorder) recordSource(ev watch.Event) {
+	if u, key, ok := r.object(ev); ok {
+		r.mu.Lock()
+		r.last[key] = u
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) recordTarget(ev watch.Event) {
+	if ev.Type != watch.Added {
+		return
+	}
+	if u, key, ok := r.object(ev); ok {
+		r.mu.Lock()
+		if _, seen := r.first[key]; !seen {
+			r.first[key] = u
+		}
+		r.mu.Unlock()
+	}
+}
+
+// stop closes the watches and waits until their events are recorded.
+func (r *recorder) stop() error {
+	for _, w := range r.watches {
+		w.Stop()
+	}
+	r.wg.Wait()
+	return nil
+}
+
+// copyDiff is one object whose copy differs from its original's last state.
+type copyDiff struct {
+	Key  snapshot.Key
+	Diff string
+}
+
+// differences compares each copy the mover created in the target with the
+// last state of its original in the source, leaving out what a mover must
+// write (comparable returns what is compared). Objects the source held but
+// the target never got are reported as missing.
+func (r *recorder) differences() []copyDiff {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []copyDiff
+	for key, original := range r.last {
+		if original.GetNamespace() == "" {
+			continue // Global objects are copied only when missing.
+		}
+		cp, ok := r.first[key]
+		if !ok {
+			out = append(out, copyDiff{Key: key, Diff: "never created in the target"})
+			continue
+		}
+		if d := cmp.Diff(comparable(original), comparable(cp)); d != "" {
+			out = append(out, copyDiff{Key: key, Diff: d})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
+	return out
+}
+
+// comparable is what a copy must keep of its original: everything but the
+// status (the target's controllers compute it), the finalizers (a mover
+// drops them to delete the original), and what a mover writes to pause and
+// mark the objects it moves.
+func comparable(u *unstructured.Unstructured) snapshot.Object {
+	u = u.DeepCopy()
+	if u.GetKind() == "Cluster" && strings.HasPrefix(u.GetAPIVersion(), "cluster.x-k8s.io/") {
+		unstructured.RemoveNestedField(u.Object, "spec", "paused")
+	}
+	o := snapshot.Normalize(u, snapshot.Options{IgnoreLabels: moverLabels, IgnoreAnnotations: moverAnnotations})
+	o.Finalizers = nil
+	return o
+}

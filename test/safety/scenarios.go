@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/move-operator/move-operator/test/cloud"
+	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/loopprovider"
+	"github.com/move-operator/move-operator/test/mover"
+	"github.com/move-operator/move-operator/test/workload"
+)
+
+// scenario is one situation a move meets, set up the same way for both
+// movers on a settled fleet.
+type scenario struct {
+	id, title string
+	// setup describes what the scenario does, for the report.
+	setup string
+	// arm prepares the fleet before the move and returns what to do while
+	// it runs and after it.
+	arm func(ctx context.Context, l *lab, f *fleet.Fleet, log *eventLog) (*armed, error)
+}
+
+// armed is a scenario ready to meet a move.
+type armed struct {
+	// during runs in its own goroutine from the moment the move starts;
+	// read is when the mover has read the objects it copies (zero while it
+	// has not).
+	during func(ctx context.Context, read func() time.Time)
+	// after runs once the mover has returned.
+	after func(ctx context.Context)
+}
+
+// slowCall bounds how long a held cloud call waits for the mover to have
+// read the objects: a slow call, not a stuck one.
+const slowCall = 20 * time.Second
+
+func allScenarios() []scenario {
+	return []scenario{
+		{id: "a", title: "baseline", setup: "Well-behaved providers, nothing in flight: the fleet has settled (no controller wrote to it for 10 s) when the move starts.",
+			arm: func(context.Context, *lab, *fleet.Fleet, *eventLog) (*armed, error) { return &armed{}, nil }},
+		{id: "b", title: "slow worker", setup: "The first cluster's MachinePool is scaled from 1 to 2 just before the move; the loop provider's reconcile that creates the new instance's VM is held in the cloud call when the move starts, and completes (then records the instance on the source LoopMachinePool) once the mover has read the objects it copies (at most " + slowCall.String() + " later). Its Node joins the workload cluster then.",
+			arm: armSlowWorker},
+		{id: "c", title: "source ignores pause", setup: "The source's loop provider ignores pause (Switches.IgnorePause) from before the move until it ends.",
+			arm: armIgnorePause(func(l *lab) *loopprovider.Switches { return l.env.Source.CAPI.LoopSwitches() })},
+		{id: "d", title: "target ignores pause", setup: "The target's loop provider ignores pause from before the move until it ends.",
+			arm: armIgnorePause(func(l *lab) *loopprovider.Switches { return l.env.Target.CAPI.LoopSwitches() })},
+		{id: "e", title: "node turns unhealthy", setup: "As the move starts, a worker Node's Ready condition turns Unknown in the workload cluster, its last transition set so that the MachineHealthCheck's 300 s timeout runs out 15 s into the move; it stays Unknown until the fleet has been watched in the target.",
+			arm: armUnhealthyNode},
+	}
+}
+
+// armIgnorePause turns IgnorePause on in one cluster's loop provider for
+// the move.
+func armIgnorePause(switches func(*lab) *loopprovider.Switches) func(context.Context, *lab, *fleet.Fleet, *eventLog) (*armed, error) {
+	return func(_ context.Context, l *lab, _ *fleet.Fleet, log *eventLog) (*armed, error) {
+		s := switches(l)
+		s.SetIgnorePause(true)
+		log.add("the loop provider ignores pause")
+		return &armed{after: func(context.Context) {
+			s.SetIgnorePause(false)
+			log.add("the loop provider honours pause again")
+		}}, nil
+	}
+}
+
+// armSlowWorker scales the first cluster's MachinePool up with the new
+// instance's VM create held in the cloud.
+func armSlowWorker(ctx context.Context, l *lab, f *fleet.Fleet, log *eventLog) (*armed, error) {
+	wc := f.Clusters[0]
+	name := wc.Name + "-mp-0"
+	instance := name + "-1"
+	vm := wc.Namespace + "/" + instance
+	hold := l.env.Cloud.Hold(func(c cloud.Call) bool { return c.Type == cloud.Created && c.VMName == vm })
+	mp := &clusterv1.MachinePool{}
+	if err := l.env.Source.Client.Get(ctx, client.ObjectKey{Namespace: wc.Namespace, Name: name}, mp); err != nil {
+		hold.Release()
+		return nil, fmt.Errorf("reading MachinePool %s: %w", name, err)
+	}
+	patch := client.MergeFrom(mp.DeepCopy())
+	mp.Spec.Replicas = ptr.To[int32](2)
+	if err := l.env.Source.Client.Patch(ctx, mp, patch); err != nil {
+		hold.Release()
+		return nil, fmt.Errorf("scaling MachinePool %s up: %w", name, err)
+	}
+	log.add("MachinePool %s scaled to 2", name)
+	select {
+	case <-hold.Arrived():
+		log.add("the loop provider's create of VM %s is held in the cloud", vm)
+	case <-time.After(2 * time.Minute):
+		hold.Release()
+		return nil, fmt.Errorf("the create of VM %s never reached the cloud", vm)
+	}
+	release := func(why string) {
+		hold.Release()
+		log.add("the held create of VM %s is released (%s)", vm, why)
+	}
+	return &armed{
+		during: func(ctx context.Context, read func() time.Time) {
+			deadline := time.Now().Add(slowCall)
+			for read().IsZero() && time.Now().Before(deadline) && ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+			why := "the mover has read the objects"
+			if read().IsZero() {
+				why = "after " + slowCall.String() + ", before the mover read the objects"
+			}
+			release(why)
+			if err := joinNode(ctx, l.env.Workload, vm, instance); err != nil {
+				log.add("registering the Node of %s: %v", instance, err)
+			}
+		},
+		after: func(context.Context) { hold.Release() },
+	}, nil
+}
+
+// joinNode registers the Node of a new pool instance, as its kubelet would.
+func joinNode(ctx context.Context, w *workload.Server, vm, node string) error {
+	return w.AddNode(ctx, workload.Node{Name: node, ProviderID: loopprovider.ProviderIDPrefix + vm, InternalIP: "127.101.250.250",
+		Info: corev1.NodeSystemInfo{KubeletVersion: "v1.34.2", OperatingSystem: "linux", Architecture: "amd64"}})
+}
+
+// armUnhealthyNode prepares a worker Node to turn Unknown as the move
+// starts.
+func armUnhealthyNode(ctx context.Context, l *lab, f *fleet.Fleet, log *eventLog) (*armed, error) {
+	var worker string
+	for _, m := range f.Clusters[0].Machines {
+		if strings.Contains(m, "-md-0-") {
+			worker = m
+			break
+		}
+	}
+	if worker == "" {
+		return nil, fmt.Errorf("cluster %s has no worker Machine", f.Clusters[0].Name)
+	}
+	machine := &clusterv1.Machine{}
+	if err := l.env.Source.Client.Get(ctx, client.ObjectKey{Namespace: f.Clusters[0].Namespace, Name: worker}, machine); err != nil {
+		return nil, err
+	}
+	node := machine.Status.NodeRef.Name
+	return &armed{
+		during: func(ctx context.Context, _ func() time.Time) {
+			since := time.Now().Add(15*time.Second - 300*time.Second)
+			if err := setNodeReady(ctx, l.env.Workload, node, corev1.ConditionUnknown, since); err != nil {
+				log.add("turning Node %s Unknown: %v", node, err)
+				return
+			}
+			log.add("Node %s (Machine %s) is Ready=Unknown, as of %s: unhealthy for the MachineHealthCheck from %s", node, worker,
+				since.Format("15:04:05"), since.Add(300*time.Second).Format("15:04:05.000"))
+		},
+	}, nil
+}
+
+func setNodeReady(ctx context.Context, w *workload.Server, name string, status corev1.ConditionStatus, since time.Time) error {
+	node := &corev1.Node{}
+	if err := w.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return err
+	}
+	for i, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			node.Status.Conditions[i].Status = status
+			node.Status.Conditions[i].Reason = "NodeStatusUnknown"
+			node.Status.Conditions[i].LastTransitionTime = metav1.NewTime(since)
+		}
+	}
+	return w.Client.Status().Update(ctx, node)
+}
+
+// readStep is the step at which a mover has read what it copies: clusterctl
+// reads everything in its discovery, before it pauses; the operator reads
+// each object as it copies it, after the controllers have stopped.
+func readStep(m string) string {
+	if m == moverOperator {
+		return "Copying"
+	}
+	return mover.ClusterctlCreating
+}
+
+// copiedStep is the step at which a mover has copied and deleted every
+// object: clusterctl then unpauses the target, the operator starts the
+// target's controllers. What the controllers write after it is the
+// target's taking over.
+func copiedStep(m string) string {
+	if m == moverOperator {
+		return "RestoringTarget"
+	}
+	return mover.ClusterctlResuming
+}
