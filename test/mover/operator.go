@@ -166,7 +166,7 @@ func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespac
 		case <-ctx.Done():
 			return tl, mo, fmt.Errorf("MoveOperation %s did not end (seen: %s): %w", name, tl, ctx.Err())
 		case <-o.done:
-			return tl, mo, fmt.Errorf("the operator stopped during MoveOperation %s: %v", name, o.err)
+			return tl, mo, fmt.Errorf("the operator stopped during MoveOperation %s: %w", name, o.err)
 		case ev, ok := <-w.ResultChan():
 			if !ok || ev.Type == watch.Error {
 				// The API server closes watches now and then: open it again.

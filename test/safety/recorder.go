@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -50,14 +49,16 @@ func startRecorder(ctx context.Context, source, target *rest.Config, kinds []sch
 	}{{source, r.recordSource}, {target, r.recordTarget}} {
 		c, err := client.NewWithWatch(side.cfg, client.Options{})
 		if err != nil {
-			return nil, errors.Join(err, r.stop())
+			r.stop()
+			return nil, err
 		}
 		for _, gvk := range kinds {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 			w, err := c.Watch(ctx, list)
 			if err != nil {
-				return nil, errors.Join(fmt.Errorf("watching %s: %w", gvk.Kind, err), r.stop())
+				r.stop()
+				return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
 			}
 			r.watches = append(r.watches, w)
 			r.wg.Add(1)
@@ -102,12 +103,11 @@ func (r *recorder) recordTarget(ev watch.Event) {
 }
 
 // stop closes the watches and waits until their events are recorded.
-func (r *recorder) stop() error {
+func (r *recorder) stop() {
 	for _, w := range r.watches {
 		w.Stop()
 	}
 	r.wg.Wait()
-	return nil
 }
 
 // copyDiff is one object whose copy differs from its original's last state.

@@ -158,7 +158,7 @@ func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
 	if arm.after != nil {
 		arm.after(ctx)
 	}
-	_ = rec.stop()
+	rec.stop()
 	r.duration = tl.Ended.Sub(tl.Began)
 	log.add("%s: the move ended (%s)", m, tl)
 	if r.moveErr != nil {
