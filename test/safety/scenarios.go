@@ -38,6 +38,9 @@ type armed struct {
 	during func(ctx context.Context, read func() time.Time)
 	// after runs once the mover has returned.
 	after func(ctx context.Context)
+	// expectedVM names a VM whose create the scenario itself asks for
+	// (a scale-up): it is not the move's doing, and not counted.
+	expectedVM string
 }
 
 // slowCall bounds how long a held cloud call waits for the mover to have
@@ -119,7 +122,8 @@ func armSlowWorker(ctx context.Context, l *lab, f *fleet.Fleet, log *eventLog) (
 				log.add("registering the Node of %s: %v", instance, err)
 			}
 		},
-		after: func(context.Context) { hold.Release() },
+		after:      func(context.Context) { hold.Release() },
+		expectedVM: vm,
 	}, nil
 }
 
