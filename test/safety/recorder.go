@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/test/snapshot"
@@ -81,8 +82,12 @@ func (r *recorder) object(ev watch.Event) (*unstructured.Unstructured, snapshot.
 	return u, snapshot.Normalize(u, snapshot.Options{}).Key(), true
 }
 
+// recordSource keeps the last state of each original before the mover
+// began deleting it: clusterctl marks it delete-for-move with a JSON patch
+// that replaces every other annotation, so what follows is the mover's
+// bookkeeping, not the state the copy should have.
 func (r *recorder) recordSource(ev watch.Event) {
-	if u, key, ok := r.object(ev); ok {
+	if u, key, ok := r.object(ev); ok && !beingDeletedForMove(u) {
 		r.mu.Lock()
 		r.last[key] = u
 		r.mu.Unlock()
@@ -153,4 +158,9 @@ func comparable(u *unstructured.Unstructured) snapshot.Object {
 	o := snapshot.Normalize(u, snapshot.Options{IgnoreLabels: moverLabels, IgnoreAnnotations: moverAnnotations})
 	o.Finalizers = nil
 	return o
+}
+
+func beingDeletedForMove(u *unstructured.Unstructured) bool {
+	_, marked := u.GetAnnotations()[clusterctlv1.DeleteForMoveAnnotation]
+	return marked || u.GetDeletionTimestamp() != nil
 }
