@@ -27,6 +27,7 @@ import (
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/loopprovider"
 	"github.com/move-operator/move-operator/test/mover"
+	"github.com/move-operator/move-operator/test/takeover"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -103,12 +104,12 @@ func TestTheTargetsControllersTakeOverAMovedFleetWithoutChurn(t *testing.T) {
 		shapes[wc.Shape] = true
 	}
 	g.Expect(shapes).To(HaveLen(3), "classic, ClusterClass and cross-namespace ClusterClass")
-	ours := inFleet(f)
+	ours := takeover.InFleet(f)
 	g.Eventually(func() error {
 		if err := clustersAvailable(ctx, env.Source, f); err != nil {
 			return err
 		}
-		return quietFor(env.Source, ours, quietBeforeMove)
+		return takeover.Quiet(env.Source, ours, quietBeforeMove)
 	}, takeoverSettleBound, 2*time.Second).Should(Succeed(), "the fresh fleet settles in the source before the move")
 	before := takeFleetState(ctx, g, env.Source, f)
 	cloudBefore := env.Cloud.LastSeq()
@@ -203,22 +204,6 @@ func startOperator(t *testing.T) *mover.Operator {
 	return op
 }
 
-// inFleet tells whether a namespace (or, for cluster-scoped objects, a
-// name) is the fleet's.
-func inFleet(f *fleet.Fleet) func(namespace, name string) bool {
-	return func(namespace, name string) bool {
-		if namespace == "" {
-			return name != "" && name == f.Identity
-		}
-		for _, ns := range f.Namespaces {
-			if ns == namespace {
-				return true
-			}
-		}
-		return false
-	}
-}
-
 func vmNamespace(vmName string) string {
 	ns, _, _ := strings.Cut(vmName, "/")
 	return ns
@@ -260,21 +245,6 @@ func expectStoppedBetween(t *testing.T, m *testenv.Management, from, to time.Tim
 			t.Errorf("%s: a controller wrote during the copy: %s", m.Name, w)
 		}
 	}
-}
-
-// quietFor returns an error unless no controller of m has written to the
-// fleet for the last d.
-func quietFor(m *testenv.Management, ours func(namespace, name string) bool, d time.Duration) error {
-	writes := m.CAPI.Writes()
-	for i := len(writes) - 1; i >= 0; i-- {
-		if w := writes[i]; ours(w.Namespace, w.Name) {
-			if since := time.Since(w.Time); since < d {
-				return fmt.Errorf("%s: the controllers last wrote to the fleet %s ago: %s", m.Name, since.Round(time.Second), w)
-			}
-			return nil
-		}
-	}
-	return nil
 }
 
 // clustersAvailable returns why a Cluster of the fleet is not Available.
