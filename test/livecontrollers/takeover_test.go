@@ -212,9 +212,7 @@ func vmNamespace(vmName string) string {
 // churns tells whether a write makes or removes a machine, its
 // infrastructure or its bootstrap data.
 func churns(w capiprovider.Write) bool {
-	switch w.Verb {
-	case "create", "delete", "deletecollection":
-	default:
+	if !takeover.Created(w) && w.Verb != "delete" && w.Verb != "deletecollection" {
 		return false
 	}
 	switch w.Kind {

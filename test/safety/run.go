@@ -217,7 +217,7 @@ func (l *lab) move(ctx context.Context, tl *mover.Timeline, m, name string, f *f
 func (l *lab) count(r *result, mark takeover.Mark, keep func(string, string) bool, read, copied time.Time, arm *armed) {
 	churn := takeover.ChurnSince(l.env, mark, keep)
 	r.vmCreated, r.vmDeleted, r.vmPoweredOff = churn.Count(cloud.Created), churn.Count(cloud.Deleted), churn.Count(cloud.PowerOff)
-	r.machinesCreated, r.machinesDeleted = churn.MachineWrites("create"), churn.MachineWrites("delete")
+	r.machinesCreated, r.machinesDeleted = churn.MachinesCreated(), churn.MachinesDeleted()
 	expectedVM := arm.expectedVM
 	for _, e := range churn.VMs {
 		if e.Type == cloud.Created && e.VMName == expectedVM && expectedVM != "" {
@@ -261,7 +261,11 @@ func (l *lab) remediatedOnceInTarget(churn takeover.Churn, mark takeover.Mark, m
 	inTarget := map[string]bool{}
 	for _, w := range takeover.Writes(l.env.Target, mark.TargetWrites(), func(string, string) bool { return true }) {
 		if w.Kind == "Machine" && w.Succeeded() && w.Time.After(copied) {
-			inTarget[w.Verb+" "+w.Name] = true
+			verb := w.Verb
+			if takeover.Created(w) {
+				verb = "create"
+			}
+			inTarget[verb+" "+w.Name] = true
 		}
 	}
 	deletedHere, createdHere := inTarget["delete "+machine], false

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -143,15 +144,33 @@ func (c Churn) Count(t cloud.EventType) int {
 	return n
 }
 
-// MachineWrites counts the Machine writes with one verb.
-func (c Churn) MachineWrites(verb string) int {
+// MachinesCreated counts the Machines created.
+func (c Churn) MachinesCreated() int {
 	n := 0
 	for _, w := range c.Machines {
-		if w.Verb == verb {
+		if Created(w) {
 			n++
 		}
 	}
 	return n
+}
+
+// MachinesDeleted counts the Machines deleted.
+func (c Churn) MachinesDeleted() int {
+	n := 0
+	for _, w := range c.Machines {
+		if w.Verb == "delete" {
+			n++
+		}
+	}
+	return n
+}
+
+// Created reports a write that made an object: a create, or a
+// server-side apply that answered 201 (Cluster API's MachineSet creates
+// its Machines so).
+func Created(w capiprovider.Write) bool {
+	return w.Verb == "create" || (w.Verb == "patch" && w.Code == http.StatusCreated)
 }
 
 // ChurnSince collects the fleet's churn since mark.
@@ -165,7 +184,7 @@ func ChurnSince(env *testenv.Env, mark Mark, keep func(namespace, name string) b
 	}
 	for _, writes := range [][]capiprovider.Write{env.Source.CAPI.Writes()[mark.sourceWrites:], env.Target.CAPI.Writes()[mark.targetWrites:]} {
 		for _, w := range writes {
-			if keep(w.Namespace, w.Name) && w.Kind == "Machine" && (w.Verb == "create" || w.Verb == "delete") && w.Succeeded() {
+			if keep(w.Namespace, w.Name) && w.Kind == "Machine" && (Created(w) || w.Verb == "delete") && w.Succeeded() {
 				c.Machines = append(c.Machines, w)
 			}
 		}
