@@ -21,21 +21,21 @@ import (
 // uninterrupted move reaches: the fleet in the target exactly, nothing left
 // in the source but global objects, every controller and webhook as before,
 // nothing labelled or paused. Every write of every phase is a crash point
-// (see crashSections: run j crashes before the j-th write of each phase);
+// (see crashSections: run j crashes before the j-th write of each section);
 // each run gets a fleet of its own instead of new clusters.
 func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	ensureSetup(t)
 	began := time.Now()
-	sizes := runCrashPoint(t, 0)
+	sizes := runCrashPoint(t, 0, nil)
 	runs := longest(sizes)
 	t.Logf("an uninterrupted move made %d writes in %d sections: %v; %d runs crash before each", totalWrites(sizes), len(sizes), sizes, runs)
-	sweepRuns(t, "move crash sweep", runs, began, func(t *testing.T, j int64) { runCrashPoint(t, j) })
+	sweepRuns(t, "move crash sweep", runs, began, func(t *testing.T, j int64) { runCrashPoint(t, j, sizes) })
 }
 
 // runCrashPoint moves a fresh minimal fleet with operators that crash
-// before the j-th write of every phase (never, for j = 0), each resumed by a
-// fresh one, checks the result and returns the writes of each phase.
-func runCrashPoint(t *testing.T, j int64) []sectionSize {
+// before the j-th write of every section (never, for j = 0), each resumed by a
+// fresh one, checks the result and returns the writes of each section.
+func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -48,7 +48,7 @@ func runCrashPoint(t *testing.T, j int64) []sectionSize {
 	before := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
 	ops := opsNamespace(t)
 
-	sections := newCrashSections(j, nil)
+	sections := newCrashSections(j, nil, reference)
 	op := startOperator(t, sections.options())
 	// A fallback unlike any original count: a resumed move that lost track
 	// of a count and fell back would show in the controllers' replicas.

@@ -33,28 +33,28 @@ const failCopyAfter = 20
 // controller and webhook as before.
 //
 // Every write of each of the rollback's steps is a crash point (see
-// crashSections: run j crashes before the j-th write of each step).
+// crashSections: run j crashes before the j-th write of each section).
 func TestARollbackFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	ensureSetup(t)
 	began := time.Now()
-	sizes := runRollbackCrashPoint(t, 0)
+	sizes := runRollbackCrashPoint(t, 0, nil)
 	runs := longest(sizes)
 	t.Logf("an uninterrupted rollback made %d writes in %d sections: %v; %d runs crash before each", totalWrites(sizes), len(sizes), sizes, runs)
-	sweepRuns(t, "rollback crash sweep", runs, began, func(t *testing.T, j int64) { runRollbackCrashPoint(t, j) })
+	sweepRuns(t, "rollback crash sweep", runs, began, func(t *testing.T, j int64) { runRollbackCrashPoint(t, j, sizes) })
 }
 
 // runRollbackCrashPoint fails a move of a fresh minimal fleet during
 // Copying with an operator that, once the rollback has begun, crashes
-// before the j-th write of each of its steps (never, for j = 0), each crash
+// before the j-th write of each of its sections (never, for j = 0), each crash
 // resumed by a fresh operator without the fault; it checks both clusters
 // and returns the writes of each step of the rollback.
-func runRollbackCrashPoint(t *testing.T, j int64) []sectionSize {
+func runRollbackCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize {
 	rc := newRollbackCase(t, fmt.Sprintf("rbcrash%d-", j))
 	g := NewWithT(t)
 
 	sections := newCrashSections(j, func(section string) bool {
 		return strings.HasPrefix(section, string(movev1alpha1.PhaseRollingBack))
-	})
+	}, reference)
 	var (
 		copyingAt atomic.Int64
 		op        *operator
