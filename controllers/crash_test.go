@@ -29,7 +29,7 @@ func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	sizes := runCrashPoint(t, 0, nil)
 	runs := longest(sizes)
 	t.Logf("an uninterrupted move made %d writes in %d sections: %v; %d runs crash before each", totalWrites(sizes), len(sizes), sizes, runs)
-	sweepRuns(t, "move crash sweep", runs, began, func(t *testing.T, j int64) { runCrashPoint(t, j, sizes) })
+	sweepRuns(t, "move crash sweep", sizes, began, func(t *testing.T, j int64) { runCrashPoint(t, j, sizes) })
 }
 
 // runCrashPoint moves a fresh minimal fleet with operators that crash
@@ -48,7 +48,7 @@ func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize
 	before := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
 	ops := opsNamespace(t)
 
-	sections := newCrashSections(j, nil, reference)
+	sections := newCrashSections(j, name, nil, reference)
 	op := startOperator(t, sections.options())
 	// A fallback unlike any original count: a resumed move that lost track
 	// of a count and fell back would show in the controllers' replicas.

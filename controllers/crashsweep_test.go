@@ -2,9 +2,9 @@ package controllers_test
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +32,8 @@ type crashSections struct {
 	// at is j: the run crashes before the j-th write of each section; 0
 	// makes the reference run, which never crashes.
 	at int64
+	// fleet is the run's fleet name, which its objects' names begin with.
+	fleet string
 	// crashIn says whether a section takes part in the sweep.
 	crashIn func(section string) bool
 	// reference holds the writes of each section in the reference run. A
@@ -53,8 +55,8 @@ type crashSections struct {
 	resumes   []time.Duration
 }
 
-func newCrashSections(at int64, crashIn func(string) bool, reference []sectionSize) *crashSections {
-	s := &crashSections{at: at, crashIn: crashIn, reference: map[string]int64{}, counts: map[string]int64{}, crashed: map[string]bool{}, began: time.Now()}
+func newCrashSections(at int64, fleet string, crashIn func(string) bool, reference []sectionSize) *crashSections {
+	s := &crashSections{at: at, fleet: fleet, crashIn: crashIn, reference: map[string]int64{}, counts: map[string]int64{}, crashed: map[string]bool{}, began: time.Now()}
 	for _, r := range reference {
 		s.reference[r.section] = r.writes
 	}
@@ -62,24 +64,29 @@ func newCrashSections(at int64, crashIn func(string) bool, reference []sectionSi
 }
 
 // sectionOf names the section a write belongs to: the phase the move is
-// in, the cluster, the verb, the kind written, and one of sectionBuckets
-// buckets of the object's name. Sections are short (a few writes of one
-// kind in one phase), so that few runs cover them all, and they name a step
-// of the move the same way in every run, whatever crashes came before.
+// in, the cluster, the verb, the kind written, and which of the fleet's
+// workload clusters the object belongs to by its name (see owner).
+// Sections are short (a few writes of one kind of one workload cluster in
+// one phase), so that few runs cover them all, and they name a step of the
+// move the same way in every run, whatever crashes came before.
 func (s *crashSections) sectionOf(w pendingWrite) string {
 	phase := s.phase
 	if phase == "" {
 		phase = movev1alpha1.PhasePending
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(w.obj.GetNamespace() + "/" + w.obj.GetName()))
-	return fmt.Sprintf("%s: %s %s %s #%d", phase, w.cluster, w.verb, kindOf(w.obj), h.Sum32()%sectionBuckets)
+	return fmt.Sprintf("%s: %s %s %s (%s)", phase, w.cluster, w.verb, kindOf(w.obj), s.owner(w.obj.GetName()))
 }
 
-// sectionBuckets splits the writes of one kind in one phase by object name:
-// a fleet's Secrets, for one, are about 25 writes of one kind per phase,
-// and the longest section is the number of runs.
-const sectionBuckets = 4
+// owner names what an object belongs to the same way in every run: a
+// fleet's objects are named after its name, which differs from run to run,
+// then the workload cluster's index, then parts of their own, some
+// generated ("<fleet>-0-md-0-x7k2p"); what follows the fleet's name, up to
+// the next dash, is the same in every run ("0", or "classes").
+func (s *crashSections) owner(name string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(name, s.fleet), "-")
+	head, _, _ := strings.Cut(rest, "-")
+	return head
+}
 
 // crash is operatorOptions.crashIf: it counts the write in its section and
 // says whether the operator crashes before it.
@@ -100,6 +107,7 @@ func (s *crashSections) crash(w pendingWrite) bool {
 	}
 	s.crashed[section] = true
 	s.crashedAt = time.Now()
+	crashesMade.Add(1)
 	s.crashes = append(s.crashes, fmt.Sprintf("%s at %s", section, time.Since(s.began).Round(100*time.Millisecond)))
 	return true
 }
@@ -235,15 +243,24 @@ func (r *resumer) stop() {
 }
 
 // sweepRuns runs runs 1..runs of a sweep as subtests and logs the outcome.
-func sweepRuns(t *testing.T, name string, runs int64, began time.Time, run func(t *testing.T, j int64)) {
+// It says how many crashes the runs made against the reference's writes: a
+// write the runs never reach (a resumed move takes another way) is a crash
+// point not covered.
+func sweepRuns(t *testing.T, name string, reference []sectionSize, began time.Time, run func(t *testing.T, j int64)) {
 	failed := 0
+	runs := longest(reference)
+	before := crashesMade.Load()
 	for j := int64(1); j <= runs; j++ {
 		if !t.Run(fmt.Sprintf("a crash before write %d of every section", j), func(t *testing.T) { run(t, j) }) {
 			failed++
 		}
 	}
-	t.Logf("%s: %d runs, %d failed, in %s", name, runs, failed, time.Since(began).Round(time.Second))
+	t.Logf("%s: %d runs, %d failed, %d crashes for the reference's %d writes, in %s",
+		name, runs, failed, crashesMade.Load()-before, totalWrites(reference), time.Since(began).Round(time.Second))
 }
+
+// crashesMade counts the crashes of every run.
+var crashesMade atomic.Int64
 
 // kindOf names an object's kind for a log line.
 func kindOf(obj client.Object) string {

@@ -40,7 +40,7 @@ func TestARollbackFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	sizes := runRollbackCrashPoint(t, 0, nil)
 	runs := longest(sizes)
 	t.Logf("an uninterrupted rollback made %d writes in %d sections: %v; %d runs crash before each", totalWrites(sizes), len(sizes), sizes, runs)
-	sweepRuns(t, "rollback crash sweep", runs, began, func(t *testing.T, j int64) { runRollbackCrashPoint(t, j, sizes) })
+	sweepRuns(t, "rollback crash sweep", sizes, began, func(t *testing.T, j int64) { runRollbackCrashPoint(t, j, sizes) })
 }
 
 // runRollbackCrashPoint fails a move of a fresh minimal fleet during
@@ -52,7 +52,7 @@ func runRollbackCrashPoint(t *testing.T, j int64, reference []sectionSize) []sec
 	rc := newRollbackCase(t, fmt.Sprintf("rbcrash%d-", j))
 	g := NewWithT(t)
 
-	sections := newCrashSections(j, func(section string) bool {
+	sections := newCrashSections(j, rc.f.Namespaces[0], func(section string) bool {
 		return strings.HasPrefix(section, string(movev1alpha1.PhaseRollingBack))
 	}, reference)
 	var (
