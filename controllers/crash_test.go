@@ -37,7 +37,8 @@ func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
 // fresh one, checks the result and returns the writes of each section.
 func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize {
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	within := runBound(reference)
+	ctx, cancel := context.WithTimeout(context.Background(), within+time.Minute)
 	defer cancel()
 	name := fmt.Sprintf("crash%d-%s", j, rand.String(3))
 	// Every shape (classic, ClusterClass, ClusterClass in another
@@ -57,7 +58,7 @@ func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize
 		Controllers: movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](3)},
 	})
 	resumer := startResumer(t, op, sections.options())
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
+	waitForPhase(t, mo, movev1alpha1.PhaseDone, within)
 	sections.logCrashes(t)
 
 	after := inNamespaces(take(ctx, g, env.Target, f.Namespaces), f.Namespaces...)

@@ -169,6 +169,13 @@ type sectionSize struct {
 
 func (s sectionSize) String() string { return fmt.Sprintf("%s: %d", s.section, s.writes) }
 
+// runBound is how long a run may take to end its move: a move, and a
+// fresh operator's start and first steps for each crash, at most one per
+// section of the reference (the first run crashes in every section).
+func runBound(reference []sectionSize) time.Duration {
+	return 4*time.Minute + time.Duration(len(reference))*3*time.Second
+}
+
 // longest is the number of runs a sweep needs: its longest section's writes.
 func longest(sizes []sectionSize) int64 {
 	var l int64

@@ -79,6 +79,7 @@ func runRollbackCrashPoint(t *testing.T, j int64, reference []sectionSize) []sec
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Millisecond}},
 	})
 	resumer := startResumer(t, op, sections.options())
+	waitForPhase(t, mo, movev1alpha1.PhaseFailed, runBound(reference))
 	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
 	sections.logCrashes(t)
 	g.Expect(sections.sizes()).NotTo(BeEmpty(), "the injected fault must make the move roll back")
