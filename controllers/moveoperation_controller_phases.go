@@ -571,19 +571,6 @@ func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, 
 func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
 	run := r.runFor(mo.UID)
-	if run.copyPlan == nil {
-		// A restarted operator has no plan in memory. The target's copies
-		// must go children first, owners last (a ClusterClass's webhook
-		// refuses its deletion while Clusters use it), in the order of the
-		// plan's groups; the source still holds every object it planned
-		// (nothing is deleted there before the point of no return), so the
-		// same plan is read again, labelled or not.
-		plan, err := r.buildPlan(ctx, mo, false)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("planning the rollback: %w", err)
-		}
-		run.copyPlan = plan
-	}
 	if !run.sourceRestored {
 		if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); !done || err != nil {
 			return res, err
@@ -595,6 +582,22 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 		return res, nil
 	}
 	if !run.targetCleared {
+		if run.copyPlan == nil {
+			// A restarted operator has no plan in memory. The target's
+			// copies must go children first, owners last (a ClusterClass's
+			// webhook refuses its deletion while Clusters use it), in the
+			// order of the plan's groups; the source still holds every
+			// object it planned (nothing is deleted there before the point
+			// of no return), so the same plan is read again, labelled or
+			// not. Read after the source is restored, so that its
+			// controllers never wait on it; without it the deletions
+			// still finish, ordered by retries.
+			plan, err := r.buildPlan(ctx, mo, false)
+			if err != nil {
+				log.FromContext(ctx).Info("cannot read the plan again; deleting the target's copies without its order", "error", err.Error())
+			}
+			run.copyPlan = plan
+		}
 		targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
 		if err != nil {
 			s.waiting = fmt.Sprintf("the source is restored; cannot read the target %s to delete what the move created there, retrying: %v", target.Server, err)
