@@ -14,9 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/planrecord"
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -37,7 +38,7 @@ func kstatusOf(g Gomega, mo *movev1alpha1.MoveOperation) status.Status {
 
 // assertNothingWritten checks that no move left a mark in either cluster:
 // no recorded replicas, no webhook bypass, no namespace created in the target.
-func assertNothingWritten(g Gomega) {
+func assertNothingWritten(g Gomega, mos ...*movev1alpha1.MoveOperation) {
 	ctx := context.Background()
 	for _, m := range []*testenv.Management{env.Source, env.Target} {
 		deployments := &appsv1.DeploymentList{}
@@ -50,8 +51,17 @@ func assertNothingWritten(g Gomega) {
 		g.Expect(bypassed).To(BeEmpty(), "no webhook bypass may be left in %s", m.Name)
 	}
 	namespaces := &corev1.NamespaceList{}
-	g.Expect(env.Target.Client.List(ctx, namespaces, client.HasLabels{movev1alpha1.OperationLabel})).To(Succeed())
-	g.Expect(namespaces.Items).To(BeEmpty(), "no namespace may be created in the target")
+	g.Expect(env.Target.Client.List(ctx, namespaces)).To(Succeed())
+	for _, mo := range mos {
+		for _, ns := range namespaces.Items {
+			for _, e := range ns.ManagedFields {
+				g.Expect(e.Manager).NotTo(Equal(move.FieldOwner(string(mo.UID))), "no namespace may be created in the target: %s was", ns.Name)
+			}
+		}
+		recorded, err := planrecord.Exists(ctx, env.Source.Client, mo.Namespace, mo.UID)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(recorded).To(BeFalse(), "no plan may be recorded for %s", mo.Name)
+	}
 }
 
 func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
@@ -125,7 +135,7 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 				g.Expect(got.Status.FailureReason).To(Equal(tc.wantReason))
 				g.Expect(got.Status.CompletionTime).NotTo(BeNil())
 			}
-			assertNothingWritten(g)
+			assertNothingWritten(g, got)
 			g.Expect(fmt.Sprintf("%+v", got.Status)).NotTo(ContainSubstring("LS0tLS1CRUdJTi"), "no kubeconfig content may reach the status")
 		})
 	}
@@ -150,7 +160,7 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 		g.Consistently(func(g Gomega) {
 			g.Expect(get(g, second).Status.Phase).To(Equal(movev1alpha1.PhasePending))
 		}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
-		assertNothingWritten(g)
+		assertNothingWritten(g, first, second)
 
 		// Once the first is gone, the second starts.
 		deleteMoveOperation(t, first)

@@ -294,12 +294,10 @@ func forEachObject(ctx context.Context, c client.Client, namespaces []string, fn
 // test paused as their user would (pauseAsUser): a move leaves them paused.
 const pausedByUserLabel = "test.move.cluster.x-k8s.io/paused-by-user"
 
-// assertNoMoveMarks checks that no object in the namespaces still carries the
-// operation label, and no Cluster or ClusterClass is paused but those their
-// user paused.
+// assertNoMoveMarks checks that no Cluster or ClusterClass in the namespaces
+// is paused but those their user paused.
 func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
 	g.Expect(forEachObject(ctx, c, namespaces, func(u unstructured.Unstructured) {
-		g.Expect(u.GetLabels()).NotTo(HaveKey(movev1alpha1.OperationLabel), "%s %s/%s is still labelled", u.GetKind(), u.GetNamespace(), u.GetName())
 		if u.GetKind() != "Cluster" && u.GetKind() != "ClusterClass" {
 			return
 		}
@@ -314,11 +312,10 @@ func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespace
 }
 
 // take snapshots the namespaces of one cluster, leaving out what a move may
-// change: the operation label and the pause annotations.
+// change: the pause and provenance annotations.
 func take(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) *snapshot.Snapshot {
 	s, err := snapshot.Take(ctx, m.Client, snapshot.Options{
 		Namespaces:        namespaces,
-		IgnoreLabels:      []string{movev1alpha1.OperationLabel},
 		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation, movev1alpha1.CopiedToAnnotation},
 	})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -81,6 +81,7 @@ type MoveOperationReconciler struct {
 // ClusterResourceSet resources) move with them, so they are listed and
 // deleted; the target kubeconfig Secret is read with a plain GET.
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create
 //
 // What a move does to the source cluster: it scales provider controllers,
 // patches webhook selectors, and copies, labels, pauses and deletes the

@@ -22,6 +22,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/planrecord"
 	"github.com/move-operator/move-operator/internal/preflight"
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
@@ -165,11 +166,6 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf(
 			"%s were paused before the move: they move paused and stay paused; unpause them in the target when you want their controllers to act", joinRefs(paused)))
 	}
-	if taken := plan.LabelledByOthers(string(mo.UID)); len(taken) > 0 {
-		s.fail(movev1alpha1.ReasonUnlabelledObjects, fmt.Sprintf(
-			"%s carry the %s label of another MoveOperation that has not finished; let it finish or roll back first", joinRefs(taken), movev1alpha1.OperationLabel))
-		return ctrl.Result{}, nil
-	}
 	if err := move.CheckProvisioned(ctx, r.Source, plan); err != nil {
 		s.fail(movev1alpha1.ReasonNotProvisioned, err.Error()+"; wait for the clusters to finish provisioning, then create a new MoveOperation")
 		return ctrl.Result{}, nil
@@ -178,13 +174,13 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("target cluster: %w", err)
 	}
-	conflicts, err := preflight.TargetConflicts(ctx, r.Source, target.Client, targetID, plan, string(mo.UID))
+	inTarget, err := preflight.CheckTarget(ctx, r.Source, target.Client, targetID, plan)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(conflicts) > 0 {
+	if len(inTarget.Conflicts) > 0 {
 		s.fail(movev1alpha1.ReasonTargetConflict, fmt.Sprintf(
-			"%s already exist in the target and were not created by this move; delete them there or leave their clusters out of the move", joinRefs(conflicts)))
+			"%s already exist in the target and were not created by this move; delete them there or leave their clusters out of the move", joinRefs(inTarget.Conflicts)))
 		return ctrl.Result{}, nil
 	}
 
@@ -284,8 +280,8 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	return ctrl.Result{}, nil
 }
 
-// reconcileScalingDown installs the webhook bypass, pauses and labels what
-// moves, waits for block-move to clear and stops every controller in both
+// reconcileScalingDown installs the webhook bypass, pauses what moves, waits
+// for block-move to clear and stops every controller in both
 // clusters. Each step is idempotent; the phase repeats them until the last
 // controller pod is gone. An error that persists past both of the phase's
 // timeouts (block-move and scale-down) rolls the move back: before the point
@@ -314,25 +310,25 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl
 	if !run.bypassed {
 		// First of all, before any write to a Cluster API object: a provider
 		// that is down already (scaled to zero before the move) refuses the
-		// pause and the label otherwise, and would strand the move here.
+		// pause otherwise, and would strand the move here.
 		if err := r.installBypass(ctx, s, target); err != nil {
 			return ctrl.Result{}, err
 		}
 		run.bypassed = true
 	}
-	if run.labelPlan == nil {
-		plan, err := r.buildPlan(ctx, mo, false)
+	if run.pausePlan == nil {
+		plan, err := r.buildPlan(ctx, mo)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := move.Pause(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
 			return ctrl.Result{}, err
 		}
-		run.labelPlan = plan
+		run.pausePlan = plan
 	}
-	plan := run.labelPlan
+	plan := run.pausePlan
 
-	if !run.labelled {
+	if !run.unblocked {
 		blockers, err := move.Blockers(ctx, r.Source, plan)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -347,14 +343,7 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl
 			s.waiting = "waiting: " + msg
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
-		began := time.Now()
-		labelled, err := move.Label(ctx, r.Source, plan, string(mo.UID), r.Move)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		log.FromContext(ctx).Info("labelled the objects to move through the providers' webhooks",
-			"objects", labelled, "duration", time.Since(began).Round(time.Millisecond).String())
-		run.labelled = true
+		run.unblocked = true
 	}
 
 	remaining := map[string]int{}
@@ -386,9 +375,12 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl
 }
 
 // reconcileCopying creates the objects in the target, one creation group per
-// reconcile so that progress is written after each group. The plan is the
-// set of labelled objects; an object that should move but lacks the label
-// appeared after labelling, and fails the move.
+// reconcile so that progress is written after each group. The plan is
+// recorded before the first copy (see recordPlan): a restarted operator
+// copies exactly that set again. After the last group the source is read
+// once more, and a moved set that changed meanwhile (an object created or
+// deleted in a moved hierarchy by a writer the move does not stop) fails
+// the move, before its point of no return.
 func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
 	target, res, ok := r.target(ctx, s, false)
@@ -397,14 +389,13 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 	}
 	run := r.runFor(mo.UID)
 	if run.copyPlan == nil {
-		plan, err := r.buildPlan(ctx, mo, true)
+		plan, conflicts, err := r.recordPlan(ctx, mo, target)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if unlabelled := plan.Unlabelled(); len(unlabelled) > 0 {
-			s.fail(movev1alpha1.ReasonUnlabelledObjects, fmt.Sprintf(
-				"%s appeared after the move labelled its objects (a controller that ignores pause created them); the move is rolled back: stop that controller and retry",
-				joinRefs(unlabelled)))
+		if len(conflicts) > 0 {
+			s.fail(movev1alpha1.ReasonTargetConflict, fmt.Sprintf(
+				"%s appeared in the target since the move validated, and were not created by it; the move is rolled back: delete them there or leave their clusters out of the move", joinRefs(conflicts)))
 			return ctrl.Result{}, nil
 		}
 		targetID, err := remote.ClusterID(ctx, target.Client)
@@ -414,8 +405,8 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 		run.copyPlan = plan
 		run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID)
 		// After a restart every group is copied again: what is already
-		// there, labelled by this move, counts as progress.
-		run.nextCopy = 0
+		// there, this move's copy, counts as progress.
+		run.nextCopy, run.verified = 0, false
 	}
 	plan := run.copyPlan
 	progress := progressOf(mo, plan)
@@ -449,6 +440,17 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
+	if !run.verified {
+		changed, err := r.movedSetChanged(ctx, mo, plan)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if changed != "" {
+			s.fail(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation")
+			return ctrl.Result{}, nil
+		}
+		run.verified = true
+	}
 	s.enter(movev1alpha1.PhaseDeleting)
 	return ctrl.Result{}, nil
 }
@@ -466,9 +468,15 @@ func (r *MoveOperationReconciler) reconcileDeleting(ctx context.Context, s *scop
 			// again would find the same objects.
 			run.deletePlan = run.copyPlan
 		} else {
-			// After a restart, built from what is still in the source:
-			// the objects already deleted are simply not in it.
-			plan, err := r.buildPlan(ctx, mo, true)
+			// After a restart: the recorded plan. The objects already
+			// deleted are gone, which DeleteGroup counts as progress.
+			plan, err := r.recordedPlan(ctx, mo)
+			if errors.Is(err, errNoRecord) {
+				// Past the point of no return the move goes on: it
+				// deletes, of what the rules move now, only the objects
+				// whose copy the target holds.
+				plan, err = r.planOfCopies(ctx, s)
+			}
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -506,8 +514,8 @@ func (r *MoveOperationReconciler) reconcileDeleting(ctx context.Context, s *scop
 }
 
 // reconcileRestoringTarget brings the target's controllers back, then
-// removes the bypass and the labels (a final pass of every moved object
-// through the real webhooks) and unpauses what moved. When that takes
+// removes the bypass, checks the moved objects with the target's webhooks
+// (spec.targetValidation) and unpauses what moved. When that takes
 // longer than spec.timeouts.scaleUp (the target is away, or its controllers
 // do not become Available), the source's controllers come back meanwhile:
 // the source holds only what stays there, and what stays (other Clusters,
@@ -535,7 +543,7 @@ func (r *MoveOperationReconciler) restoreTarget(ctx context.Context, s *scope) (
 }
 
 // restartSourceControllers scales the source's controllers back to their
-// recorded replicas, and nothing else: labels, pauses and the bypass wait
+// recorded replicas, and nothing else: pauses and the bypass wait
 // for RestoringSource, which finishes the source's restore (idempotently).
 func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, s *scope) error {
 	controllers, err := r.controllersToRestore(ctx, s, r.Source, movev1alpha1.ClusterSource)
@@ -582,20 +590,19 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 		return res, nil
 	}
 	if !run.targetCleared {
-		if run.copyPlan == nil {
-			// A restarted operator has no plan in memory. The target's
-			// copies must go children first, owners last (a ClusterClass's
-			// webhook refuses its deletion while Clusters use it), in the
-			// order of the plan's groups; the source still holds every
-			// object it planned (nothing is deleted there before the point
-			// of no return), so the same plan is read again, labelled or
-			// not. Read after the source is restored, so that its
-			// controllers never wait on it; without it the deletions
-			// still finish, ordered by retries.
-			plan, err := r.buildPlan(ctx, mo, false)
+		plan := run.copyPlan
+		if plan == nil {
+			// A restarted operator reads the recorded plan back. None
+			// means the move failed before it copied anything.
+			recorded, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
 			if err != nil {
-				log.FromContext(ctx).Info("cannot read the plan again; deleting the target's copies without its order", "error", err.Error())
+				s.waiting = fmt.Sprintf("the source is restored; cannot read the record of the plan to delete what the move created in the target, retrying: %v", err)
+				return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 			}
+			if !found {
+				recorded = graph.NewPlan(nil)
+			}
+			plan = recorded
 			run.copyPlan = plan
 		}
 		targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
@@ -603,7 +610,7 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 			s.waiting = fmt.Sprintf("the source is restored; cannot read the target %s to delete what the move created there, retrying: %v", target.Server, err)
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
-		if _, err := move.Rollback(ctx, target.Client, targetTypes, run.copyPlan, string(mo.UID), r.Move); err != nil {
+		if _, err := move.Rollback(ctx, r.Source, target.Client, targetTypes, plan, string(mo.UID), r.Move); err != nil {
 			s.waiting = fmt.Sprintf("the source is restored; deleting what the move created in the target %s failed, retrying: %v", target.Server, err)
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
@@ -618,11 +625,12 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 
 // restore brings one cluster's controllers back to their recorded replicas,
 // waits until they are Available, removes the webhook bypass, and, when
-// unlabel is set, takes the operation label off every object and unpauses
-// what this move paused (recording, when copiesIn is given, which copy
-// there each object still labelled has); last it forgets the recorded
-// replicas. It reports done=false while it waits.
-func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, unlabel bool,
+// finish is set, unpauses what this move paused (recording first, when
+// copiesIn is given, which copy there each object the move kept has; in
+// the target after a move, checking the moved objects with its webhooks);
+// last it forgets the recorded replicas. It reports done=false while it
+// waits.
+func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, finish bool,
 	copiesIn func(context.Context) (*remote.Target, ctrl.Result, bool)) (ctrl.Result, bool, error) {
 	mo := s.mo
 	controllers, err := r.controllersToRestore(ctx, s, c, role)
@@ -657,7 +665,7 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 	if err := r.removeBypassOfRunning(ctx, c, role, restored); err != nil {
 		return ctrl.Result{}, false, err
 	}
-	if unlabel {
+	if finish {
 		ts, err := graph.DiscoverTypes(ctx, c)
 		if err != nil {
 			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
@@ -671,20 +679,17 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 			if err != nil {
 				return ctrl.Result{}, false, fmt.Errorf("target cluster: %w", err)
 			}
-			if _, err := move.RecordCopies(ctx, c, target.Client, targetID, ts, string(mo.UID), r.Move); err != nil {
+			plan, err := r.recordedPlan(ctx, mo)
+			if err != nil {
+				return ctrl.Result{}, false, err
+			}
+			if _, err := move.RecordCopies(ctx, c, target.Client, targetID, plan, r.Move); err != nil {
 				return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 			}
 		}
-		began := time.Now()
-		unlabelled, err := move.Unlabel(ctx, c, ts, string(mo.UID), r.Move)
-		if err != nil {
-			// The label comes off through the real webhooks: a refusal here
-			// is a moved object that the provider finds invalid.
-			s.waiting = fmt.Sprintf("removing the %s label in the %s cluster failed, retrying: %v", movev1alpha1.OperationLabel, role, err)
-			return ctrl.Result{RequeueAfter: r.PollInterval}, false, nil
+		if role == movev1alpha1.ClusterTarget && s.mo.Status.Phase == movev1alpha1.PhaseRestoringTarget {
+			r.validateInTarget(ctx, s, c)
 		}
-		log.FromContext(ctx).Info("unlabelled the moved objects through the providers' webhooks",
-			"cluster", role, "objects", unlabelled, "duration", time.Since(began).Round(time.Millisecond).String())
 		if _, err := move.Unpause(ctx, c, ts, string(mo.UID), r.Move); err != nil {
 			return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 		}
@@ -838,28 +843,6 @@ func (r *MoveOperationReconciler) excluded(role movev1alpha1.ClusterRole) []type
 		return []types.NamespacedName{r.Self}
 	}
 	return nil
-}
-
-// buildPlan reads the source and plans the move. A pinned plan moves exactly
-// the objects labelled with this operation.
-func (r *MoveOperationReconciler) buildPlan(ctx context.Context, mo *movev1alpha1.MoveOperation, pinned bool) (*graph.Plan, error) {
-	clusterSelector, err := clusterSelectorOf(mo)
-	if err != nil {
-		return nil, err
-	}
-	ts, err := graph.DiscoverTypes(ctx, r.Source)
-	if err != nil {
-		return nil, fmt.Errorf("discovering the kinds to move: %w", err)
-	}
-	g, err := graph.Discover(ctx, r.Source, ts, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
-	if err != nil {
-		return nil, fmt.Errorf("reading the objects to move: %w", err)
-	}
-	sel := graph.Selection{ClusterSelector: clusterSelector}
-	if pinned {
-		sel.PinnedTo = string(mo.UID)
-	}
-	return g.Plan(sel), nil
 }
 
 func clusterSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {

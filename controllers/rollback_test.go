@@ -77,7 +77,7 @@ func (rc *rollbackCase) assertRolledBack(mo *movev1alpha1.MoveOperation, reason 
 		t.Fatalf("the source is not as it was before the move:\n%s", diff)
 	}
 	for _, o := range inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...).Objects {
-		if o.Labels[movev1alpha1.OperationLabel] != "" || o.Kind != "Secret" {
+		if o.Kind != "Secret" {
 			t.Errorf("%s is left in the target after the rollback", o.Key())
 		}
 	}
@@ -162,38 +162,36 @@ func TestAConflictingObjectInTheTargetRollsTheMoveBack(t *testing.T) {
 	g.Expect(string(left.Data["value"])).To(Equal("not the moved one"), "the rollback must never delete what the move did not create")
 }
 
-func TestAMachineCreatedAfterLabellingRollsTheMoveBack(t *testing.T) {
+// An object created in a moved hierarchy while the move copies, by a writer
+// the move does not stop (a kind no stopped webhook guards, here a Secret
+// owned by the moved Cluster), is found before the point of no return: the
+// move reads the source again after its last group and rolls back.
+func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
 	rc := newRollbackCase(t, "rogue")
 	ctx := context.Background()
 	g := NewWithT(t)
 	wc := rc.f.Clusters[0]
-	machines := &clusterv1.MachineList{}
-	g.Expect(env.Source.Client.List(ctx, machines, client.InNamespace(wc.Namespace),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: wc.Name}, client.HasLabels{clusterv1.MachineDeploymentNameLabel})).To(Succeed())
-	g.Expect(machines.Items).NotTo(BeEmpty())
-	template := machines.Items[0]
-	rogue := snapshot.Key{Kind: "Machine.cluster.x-k8s.io", Namespace: wc.Namespace, Name: template.Name + "-rogue"}
+	cluster := &clusterv1.Cluster{}
+	g.Expect(env.Source.Client.Get(ctx, client.ObjectKey{Namespace: wc.Namespace, Name: wc.Name}, cluster)).To(Succeed())
+	rogue := snapshot.Key{Kind: "Secret", Namespace: wc.Namespace, Name: wc.Name + "-rogue"}
 
 	var once sync.Once
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
-		d, ok := obj.(*appsv1.Deployment)
-		if !ok || cluster != "source" || ptr.Deref(d.Spec.Replicas, 1) != 0 {
+	startOperator(t, operatorOptions{onWrite: func(cluster_, verb string, obj client.Object) {
+		if cluster_ != "target" || verb != "create" {
 			return
 		}
-		// A provider that ignores pause creates a Machine after the move
-		// labelled its objects, while controllers go down.
+		// The move has recorded its plan and copies: somebody adds a
+		// Secret to the Cluster's hierarchy in the source.
 		once.Do(func() {
-			m := template.DeepCopy()
-			m.ObjectMeta = metav1.ObjectMeta{Namespace: m.Namespace, Name: rogue.Name, Labels: m.Labels, OwnerReferences: m.OwnerReferences}
-			delete(m.Labels, movev1alpha1.OperationLabel)
-			m.Status = clusterv1.MachineStatus{}
-			if err := env.Source.Client.Create(ctx, m); err != nil {
-				t.Errorf("creating the rogue Machine: %v", err)
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rogue.Namespace, Name: rogue.Name,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}}}}
+			if err := env.Source.Client.Create(ctx, s); err != nil {
+				t.Errorf("creating the rogue Secret: %v", err)
 			}
 		})
 	}})
 	mo := newMoveOperation(t, rc.ops, "rogue", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonUnlabelledObjects, rogue)
+	rc.assertRolledBack(mo, movev1alpha1.ReasonObjectsChanged, rogue)
 	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring(rogue.Name))
 }
 

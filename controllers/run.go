@@ -16,18 +16,21 @@ type run struct {
 	// clusters (installing it again is harmless).
 	bypassed bool
 
-	// labelPlan is the plan ScalingDown pauses and labels.
-	labelPlan *graph.Plan
-	// labelled is set once every object of labelPlan carries the label.
-	labelled bool
+	// pausePlan is the plan ScalingDown pauses and waits on for block-move.
+	pausePlan *graph.Plan
+	// unblocked is set once no object of pausePlan carries block-move.
+	unblocked bool
 
-	// copyPlan is the pinned plan Copying creates in the target, group by
-	// group; nextCopy is the next group to create.
+	// copyPlan is the recorded plan (see internal/planrecord) Copying
+	// creates in the target, group by group; nextCopy is the next group to
+	// create; verified is set once the source was found to hold the same
+	// moved set after the last group.
 	copyPlan *graph.Plan
 	copier   *move.Copier
 	nextCopy int
+	verified bool
 
-	// deletePlan is the pinned plan Deleting removes from the source, last
+	// deletePlan is the recorded plan Deleting removes from the source, last
 	// group first; nextDelete is the next group to delete.
 	deletePlan *graph.Plan
 	nextDelete int

@@ -221,6 +221,7 @@ func TestAnObjectWhoseOwnerDoesNotExistIsNamedAndStopsTheMove(t *testing.T) {
 	g.Expect(k8s.Create(ctx, stale)).To(Succeed())
 	startOperator(t, operatorOptions{})
 
+	var mos []*movev1alpha1.MoveOperation
 	for _, dryRun := range []bool{true, false} {
 		mo := newMoveOperation(t, ns, fmt.Sprintf("dangling-%v", dryRun), movev1alpha1.MoveOperationSpec{
 			Target: targetRef("target"), Namespaces: []string{ns}, DryRun: dryRun,
@@ -234,8 +235,9 @@ func TestAnObjectWhoseOwnerDoesNotExistIsNamedAndStopsTheMove(t *testing.T) {
 			HaveField("Reason", "OwnerMissing"), HaveField("Count", int32(1)),
 			HaveField("Objects", ContainElement(ContainSubstring("stale-kubeconfig")))),
 		))
+		mos = append(mos, mo)
 	}
-	assertNothingWritten(g)
+	assertNothingWritten(g, mos...)
 }
 
 // Past the point of no return the move cannot roll back: with the target

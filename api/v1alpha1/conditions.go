@@ -90,9 +90,10 @@ const (
 	ReasonScaleUpTimeout = "ScaleUpTimeout"
 	// ReasonCopyTimeout: copying made no progress for spec.timeouts.copy.
 	ReasonCopyTimeout = "CopyTimeout"
-	// ReasonUnlabelledObjects: an object appeared in the move graph after
-	// labelling (a controller that ignored the pause created it).
-	ReasonUnlabelledObjects = "UnlabelledObjects"
+	// ReasonObjectsChanged: the set of objects to move changed while they
+	// were copied (an object appeared in, or vanished from, a moved
+	// hierarchy: a writer the move does not stop created or deleted it).
+	ReasonObjectsChanged = "ObjectsChanged"
 	// ReasonDeletedBeforeCompletion: the MoveOperation was deleted before the
 	// point of no return, and the move was rolled back.
 	ReasonDeletedBeforeCompletion = "DeletedBeforeCompletion"
@@ -109,4 +110,7 @@ const (
 	// ServiceAccount, so others may use it, and their writes skip the stopped
 	// providers' webhooks during the move as the operator's do.
 	ReasonSharedIdentity = "SharedIdentity"
+	// ReasonTargetValidationFailed: the target's admission webhooks refused a
+	// moved object in the dry-run update of spec.targetValidation.
+	ReasonTargetValidationFailed = "TargetValidationFailed"
 )

@@ -8,9 +8,12 @@ import (
 // clusters. They are the operator's only memory outside the MoveOperation
 // status, which is what makes a crashed move resumable.
 const (
-	// OperationLabel marks every object a MoveOperation is moving, with the
-	// operation's UID as value. The admission-webhook bypass matches on it.
-	OperationLabel = "move.cluster.x-k8s.io/operation"
+	// PlanOfLabel marks the ConfigMaps, in a MoveOperation's namespace, that
+	// record its plan (value: the operation's UID): written once before the
+	// first copy, they tell a restarted operator exactly which objects the
+	// move takes, in which order. They are owned by the MoveOperation and go
+	// with it.
+	PlanOfLabel = "move.cluster.x-k8s.io/plan-of"
 
 	// OriginalReplicasAnnotation records, on a provider controller Deployment,
 	// the replica count it had before the move scaled it to zero. It is
@@ -93,6 +96,22 @@ type MoveOperationSpec struct {
 	// +kubebuilder:default={}
 	Controllers ControllersSpec `json:"controllers,omitempty,omitzero"`
 
+	// targetValidation says which moved objects the target's own admission
+	// webhooks check once its providers run again, with a server-side dry-run
+	// update (nothing is written): while the move copies, the stopped
+	// providers' webhooks are skipped for the operator, so without this check
+	// an object the target's providers refuse (another provider version, a
+	// stricter policy) would go unnoticed until its controllers first write it.
+	// Sample (the default) checks the first object of every kind: it finds a
+	// refusal of a kind as a whole (a field the target's version rejects) at a
+	// cost that does not grow with the fleet. All checks every object (about
+	// as long as copying them again, without etcd writes). None skips it.
+	// A refusal cannot undo a move past its point of no return: it is reported
+	// as a Warning event and a plan warning naming the object and the reason.
+	// +optional
+	// +kubebuilder:default=Sample
+	TargetValidation TargetValidation `json:"targetValidation,omitempty"`
+
 	// timeouts bounds how long each wait of the move may take before the move
 	// fails (and, before the point of no return, rolls back).
 	// +optional
@@ -102,6 +121,20 @@ type MoveOperationSpec struct {
 	// +kubebuilder:validation:XValidation:rule="(has(self.scaleDown) == has(oldSelf.scaleDown) && (!has(self.scaleDown) || duration(self.scaleDown) == duration(oldSelf.scaleDown))) && (has(self.scaleUp) == has(oldSelf.scaleUp) && (!has(self.scaleUp) || duration(self.scaleUp) == duration(oldSelf.scaleUp))) && (has(self.blockMove) == has(oldSelf.blockMove) && (!has(self.blockMove) || duration(self.blockMove) == duration(oldSelf.blockMove))) && (has(self.copy) == has(oldSelf.copy) && (!has(self.copy) || duration(self.copy) == duration(oldSelf.copy)))",message="spec is immutable: a MoveOperation's timeouts cannot be changed once created; delete it and create a new one to move with other settings"
 	Timeouts TimeoutsSpec `json:"timeouts,omitempty,omitzero"`
 }
+
+// TargetValidation says which moved objects are checked by the target's
+// admission webhooks once its providers are back.
+// +kubebuilder:validation:Enum=Sample;All;None
+type TargetValidation string
+
+const (
+	// TargetValidationSample checks the first moved object of every kind.
+	TargetValidationSample TargetValidation = "Sample"
+	// TargetValidationAll checks every moved object.
+	TargetValidationAll TargetValidation = "All"
+	// TargetValidationNone checks nothing.
+	TargetValidationNone TargetValidation = "None"
+)
 
 // TargetSpec says how to reach the target management cluster.
 type TargetSpec struct {
@@ -442,7 +475,7 @@ type MoveOperation struct {
 
 	// spec is the move asked for. It cannot be changed once created.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
+	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
 	Spec MoveOperationSpec `json:"spec"`
 
 	// status is what the operator observed and did.

@@ -79,7 +79,6 @@ type facts struct {
 	owners         []ownerRef
 	moveLabel      bool
 	hierarchyLabel bool
-	operation      string // value of movev1.OperationLabel
 	blockMove      bool
 	deleting       bool
 	finalizers     bool
@@ -112,7 +111,6 @@ func factsOf(obj client.Object, gk schema.GroupKind) facts {
 	labels := obj.GetLabels()
 	_, f.moveLabel = labels[MoveLabel]
 	_, f.hierarchyLabel = labels[MoveHierarchyLabel]
-	f.operation = labels[movev1.OperationLabel]
 	annotations := obj.GetAnnotations()
 	_, f.blockMove = annotations[BlockMoveAnnotation]
 	f.deleting = obj.GetDeletionTimestamp() != nil

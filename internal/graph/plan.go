@@ -20,14 +20,6 @@ type Selection struct {
 	// them). Shared objects still needed by Clusters that stay are copied
 	// but not deleted. Nil moves every Cluster in scope.
 	ClusterSelector labels.Selector
-
-	// PinnedTo, when set to a MoveOperation UID, makes the moved set exactly
-	// the objects labelled with that operation, instead of what the rules
-	// select. A resumed move uses it once it has labelled the graph: the
-	// labels, not the rules evaluated again over a half-moved source, say
-	// what this move takes. The rules still run, to report the objects they
-	// would move that lack the label (see Plan.Unlabelled).
-	PinnedTo string
 }
 
 // Object is one object the move copies.
@@ -51,11 +43,14 @@ type Object struct {
 	Delete bool
 	// KeepReason says why Delete is false, for the plan and the logs.
 	KeepReason string
+	// FoundInTarget is true for an object that was in the target already
+	// when the move recorded its plan: a global object (or one of its
+	// hierarchy) the target has, or the copy an earlier move made. It is
+	// used as found, never written, and a rollback leaves it.
+	FoundInTarget bool
 
 	// What the object carried when it was read.
 
-	// OperationLabel is the value of the operation label, if any.
-	OperationLabel string
 	// Paused is true for a Cluster (spec.paused or the paused annotation) or
 	// ClusterClass (the paused annotation) that is paused.
 	Paused bool
@@ -120,10 +115,8 @@ type Plan struct {
 	// Warnings are what the user should know that does not stop the move.
 	Warnings []string
 
-	types      *Types
-	byUID      map[types.UID]*Object
-	unlabelled []ObjectRef
-	pinnedTo   string
+	types *Types
+	byUID map[types.UID]*Object
 }
 
 // Plan selects the objects to move and orders them. See the package
@@ -134,7 +127,6 @@ func (g *Graph) Plan(sel Selection) *Plan {
 	s.selectRoots()
 	s.applyRules()
 	s.block()
-	s.pin()
 	s.keep()
 	return s.plan()
 }
@@ -317,17 +309,6 @@ func (s *selector) blockReason(n *node) string {
 	return ""
 }
 
-// pin replaces the moved set by the objects labelled with the operation, and
-// records the objects the rules move that lack the label.
-func (s *selector) pin() {
-	if s.sel.PinnedTo == "" {
-		return
-	}
-	for _, n := range s.nodes {
-		s.moved[n] = n.observed && n.operation == s.sel.PinnedTo
-	}
-}
-
 // keep decides which moved objects stay in the source as well (copied, not
 // deleted): global objects and their hierarchies; objects outside the moved
 // namespaces; objects something that stays still depends on, or that an
@@ -501,7 +482,7 @@ func stronglyConnected(nodes []*node, deps func(*node) []*node) map[*node]int {
 }
 
 func (s *selector) plan() *Plan {
-	p := &Plan{types: s.g.types, byUID: map[types.UID]*Object{}, pinnedTo: s.sel.PinnedTo}
+	p := &Plan{types: s.g.types, byUID: map[types.UID]*Object{}}
 
 	for i, group := range s.groups() {
 		objects := make([]*Object, 0, len(group))
@@ -515,7 +496,6 @@ func (s *selector) plan() *Plan {
 				}),
 				Delete:          s.kept[n] == "",
 				KeepReason:      s.kept[n],
-				OperationLabel:  n.operation,
 				Paused:          n.paused,
 				PausedBy:        n.pausedBy,
 				BlockMove:       n.blockMove,
@@ -534,14 +514,11 @@ func (s *selector) plan() *Plan {
 		if !n.observed {
 			continue
 		}
-		if s.sel.PinnedTo != "" && s.ruleMove[n] && s.blocked[n] == "" && !s.moved[n] {
-			p.unlabelled = append(p.unlabelled, n.ref)
-		}
 		if s.moved[n] {
 			s.objectWarnings(n)
 			continue
 		}
-		if !s.g.inScope(n) || (s.sel.PinnedTo != "" && s.ruleMove[n] && s.blocked[n] == "") {
+		if !s.g.inScope(n) {
 			continue
 		}
 		p.Excluded = append(p.Excluded, s.exclusion(n))
@@ -692,22 +669,36 @@ func (p *Plan) Validate() error {
 	return fmt.Errorf("%d objects cannot move because an owner does not move or does not exist: %s", len(blocking), joinLimited(blocking, 20))
 }
 
-// Unlabelled returns the objects the rules move that do not carry the
-// operation label of a pinned plan: objects created after the graph was
-// labelled, for example by a provider that ignores pause. A move must fail
-// before its point of no return when any exists. Nil for an unpinned plan.
-func (p *Plan) Unlabelled() []ObjectRef { return p.unlabelled }
-
-// LabelledByOthers returns the moved objects that carry the operation label
-// of another operation.
-func (p *Plan) LabelledByOthers(operation string) []ObjectRef {
-	var out []ObjectRef
-	for _, o := range p.Objects() {
-		if o.OperationLabel != "" && o.OperationLabel != operation {
-			out = append(out, o.ObjectRef)
+// NewPlan returns the plan of the given creation groups, as an earlier
+// computation made them: a plan read back from where a move recorded it.
+// It knows no kinds, exclusions or warnings.
+func NewPlan(groups [][]*Object) *Plan {
+	p := &Plan{Groups: groups, byUID: map[types.UID]*Object{}}
+	for _, g := range groups {
+		for _, o := range g {
+			p.byUID[o.UID] = o
 		}
 	}
-	return out
+	return p
+}
+
+// Changes returns what differs between the moved sets of two plans of the
+// same source: the objects now moves that p does not (they appeared since
+// p was made), and the objects of p that now does not move (gone, or no
+// longer selected). Objects are told apart by UID, so an object deleted and
+// created again under its name is in both lists.
+func (p *Plan) Changes(now *Plan) (appeared, vanished []ObjectRef) {
+	for _, o := range now.Objects() {
+		if _, ok := p.byUID[o.UID]; !ok {
+			appeared = append(appeared, o.ObjectRef)
+		}
+	}
+	for _, o := range p.Objects() {
+		if _, ok := now.byUID[o.UID]; !ok {
+			vanished = append(vanished, o.ObjectRef)
+		}
+	}
+	return appeared, vanished
 }
 
 // PausedByOthers returns the moved Clusters and ClusterClasses that are

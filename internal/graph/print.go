@@ -90,9 +90,6 @@ func clampInt32(n int) int32 {
 func (p *Plan) Print(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Move plan: %d objects in %d groups\n", p.Len(), len(p.Groups))
-	if p.pinnedTo != "" {
-		fmt.Fprintf(&b, "(the objects labelled %s=%s)\n", movev1.OperationLabel, p.pinnedTo)
-	}
 
 	b.WriteString("\nObjects per kind:\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -132,12 +129,6 @@ func (p *Plan) Print(w io.Writer) error {
 		}
 		if unowned > 0 {
 			fmt.Fprintf(&b, "  %d objects that nothing moving owns (Secrets, ConfigMaps and such)\n", unowned)
-		}
-	}
-	if len(p.unlabelled) > 0 {
-		b.WriteString("\nTo move but not labelled by this operation:\n")
-		for _, r := range p.unlabelled {
-			fmt.Fprintf(&b, "  %s\n", r)
 		}
 	}
 	if len(p.Warnings) > 0 {

@@ -810,59 +810,47 @@ func TestGroupOrderIsDeterministic(t *testing.T) {
 	}
 }
 
-func TestPinnedPlanMovesTheLabelledObjects(t *testing.T) {
-	const op = "op-1"
-	labelled := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-		var out []*unstructured.Unstructured
-		for _, o := range objs {
-			o = o.DeepCopy()
-			label(movev1.OperationLabel, op)(o)
-			out = append(out, o)
-		}
-		return out
-	}
-	fleet := labelled(fleetCluster("ns1", "c1"))
+func TestPlanChanges(t *testing.T) {
+	fleet := fleetCluster("ns1", "c1")
 	cluster := fleet[0]
 	latecomer := obj(gvkMachine, "ns1", "late", ownedBy(cluster, false))
+	recorded := build(t, nil, fleet...).Plan(Selection{})
+	// As a move reads its plan back from its record: the groups alone.
+	readBack := NewPlan(recorded.Groups)
 
-	t.Run("objects the rules move but that lack the label are reported, not moved", func(t *testing.T) {
-		p := build(t, nil, append(slices.Clone(fleet), latecomer)...).Plan(Selection{PinnedTo: op})
-		if diff := cmp.Diff(namesOf(fleet), moved(p)); diff != "" {
-			t.Errorf("moved objects differ (-want +got):\n%s", diff)
+	t.Run("a plan read back moves the same objects in the same groups", func(t *testing.T) {
+		if diff := cmp.Diff(recorded.String(), readBack.String()); diff != "" {
+			t.Errorf("plan read back differs (-want +got):\n%s", diff)
 		}
-		var unlabelled []string
-		for _, r := range p.Unlabelled() {
-			unlabelled = append(unlabelled, name(r))
-		}
-		if diff := cmp.Diff(names(latecomer), unlabelled); diff != "" {
-			t.Errorf("unlabelled objects differ (-want +got):\n%s", diff)
+		if readBack.Len() != recorded.Len() {
+			t.Errorf("plan read back holds %d objects, want %d", readBack.Len(), recorded.Len())
 		}
 	})
-
-	t.Run("a source partly deleted in reverse group order still plans the rest, with the same deletions", func(t *testing.T) {
-		crs := labelled([]*unstructured.Unstructured{obj(gvkCRS, "ns1", "addons")})[0]
-		crsCM := labelled([]*unstructured.Unstructured{obj(gvkConfigMap, "ns1", "addons", ownedBy(crs, false))})[0]
-		binding := labelled([]*unstructured.Unstructured{obj(gvkCRSBinding, "ns1", "c1", ownedBy(crs, false), field("c1", "spec", "clusterName"))})[0]
-		all := objects(fleet, []*unstructured.Unstructured{crs, crsCM, binding})
-		full := build(t, nil, all...).Plan(Selection{PinnedTo: op})
-		// Drop the last groups, as an interrupted deletion leaves the source.
-		remaining := full.Groups[:2]
-		var left []*unstructured.Unstructured
-		for _, o := range all {
-			if groupIndex(full, o) < len(remaining) {
-				left = append(left, o)
-			}
+	t.Run("an object that appeared in a moved hierarchy is found", func(t *testing.T) {
+		now := build(t, nil, append(slices.Clone(fleet), latecomer)...).Plan(Selection{})
+		appeared, vanished := readBack.Changes(now)
+		var got []string
+		for _, r := range appeared {
+			got = append(got, name(r))
 		}
-		partial := build(t, nil, left...).Plan(Selection{PinnedTo: op})
-		if diff := cmp.Diff(namesOf(left), moved(partial)); diff != "" {
-			t.Errorf("moved objects differ (-want +got):\n%s", diff)
+		if diff := cmp.Diff(names(latecomer), got); diff != "" {
+			t.Errorf("appeared objects differ (-want +got):\n%s", diff)
 		}
-		for _, o := range left {
-			before, _ := full.Object(o.GetUID())
-			after, _ := partial.Object(o.GetUID())
-			if before.Delete != after.Delete {
-				t.Errorf("%s: Delete was %t, is %t once part of the source is gone", nameOf(o), before.Delete, after.Delete)
-			}
+		if len(vanished) != 0 {
+			t.Errorf("vanished = %v, want none", vanished)
+		}
+	})
+	t.Run("an object gone from the source is found", func(t *testing.T) {
+		gone := fleet[len(fleet)-1]
+		now := build(t, nil, fleet[:len(fleet)-1]...).Plan(Selection{})
+		appeared, vanished := readBack.Changes(now)
+		if len(appeared) != 0 || len(vanished) != 1 || vanished[0].UID != gone.GetUID() {
+			t.Errorf("Changes = %v, %v; want nothing appeared and %s vanished", appeared, vanished, nameOf(gone))
+		}
+	})
+	t.Run("the same source gives no changes", func(t *testing.T) {
+		if appeared, vanished := readBack.Changes(build(t, nil, fleet...).Plan(Selection{})); len(appeared)+len(vanished) != 0 {
+			t.Errorf("Changes = %v, %v; want none", appeared, vanished)
 		}
 	})
 }
@@ -872,7 +860,7 @@ func TestPlanChecks(t *testing.T) {
 	pausedByUs := obj(gvkCluster, "ns1", "ours", field(true, "spec", "paused"), annotation(movev1.PausedByAnnotation, op))
 	pausedByOthers := obj(gvkCluster, "ns1", "theirs", field(true, "spec", "paused"))
 	pausedByAnnotation := obj(gvkClusterClass, "ns1", "cc", annotation(PausedAnnotation, ""))
-	otherOperation := obj(gvkCluster, "ns1", "other", label(movev1.OperationLabel, "op-2"))
+	otherOperation := obj(gvkCluster, "ns1", "other")
 	blocking := obj(gvkInfraCluster, "ns1", "other", ownedBy(otherOperation, true), annotation(BlockMoveAnnotation, "true"))
 	deleting := obj(gvkCluster, "ns1", "deleting", func(u *unstructured.Unstructured) {
 		u.Object["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:00Z"
@@ -889,11 +877,6 @@ func TestPlanChecks(t *testing.T) {
 	t.Run("Clusters and ClusterClasses paused by someone else are found, those paused by this operation are not", func(t *testing.T) {
 		if diff := cmp.Diff(names(pausedByOthers, pausedByAnnotation), refs(p.PausedByOthers(op))); diff != "" {
 			t.Errorf("paused by others differ (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("objects labelled by another operation are found", func(t *testing.T) {
-		if diff := cmp.Diff(names(otherOperation), refs(p.LabelledByOthers(op))); diff != "" {
-			t.Errorf("labelled by others differ (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("objects carrying block-move are found", func(t *testing.T) {

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 )
 
@@ -43,10 +42,11 @@ type Copier struct {
 }
 
 // NewCopier returns a Copier of the plan's objects from source to target for
-// the operation with the given UID.
+// the operation with the given UID. Its writes in the target are the
+// operation's field manager's (FieldOwner).
 func NewCopier(source, target client.Client, plan *graph.Plan, operation string, opts Options) *Copier {
 	return &Copier{
-		source: source, target: target, plan: plan, operation: operation, opts: opts,
+		source: source, target: client.WithFieldOwner(target, FieldOwner(operation)), plan: plan, operation: operation, opts: opts,
 		targetUIDs: map[types.UID]types.UID{},
 		namespaces: map[string]bool{},
 	}
@@ -65,17 +65,20 @@ type CopyResult struct {
 // Options.Concurrency requests in flight. Each object is read from the
 // source at its storage version, stripped of what the target assigns itself
 // (uid, resourceVersion, creationTimestamp, generation, managedFields),
-// labelled with the operation, and its owner references are pointed at the
+// created by the operation's field manager, and its owner references are pointed at the
 // owners' UIDs in the target; references to owners that do not move are
 // dropped, as the plan warned. Objects of an ownership cycle (the same
 // group) get those references once the whole group exists. Last, each copy
 // gets the source's managed fields, every manager's entry, pointed at the
 // same owners (restoreManagedFields).
 //
-// An object that already exists in the target is progress when it carries
-// this operation's label, and a *ConflictError otherwise, except for global
-// objects and their hierarchies, which are used as found (clusterctl does
-// the same: a target may already have the provider's identities).
+// Objects found in the target when the plan was recorded (FoundInTarget)
+// are used as found. An object that already exists in the target otherwise
+// is progress when it is this operation's copy (isOurCopy: a restarted
+// operator creates every group again), and a *ConflictError when it is not,
+// except for global objects and their hierarchies, which are used as found
+// (clusterctl does the same: a target may already have the provider's
+// identities), and for the unchanged copy an earlier move made.
 func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 	if group < 0 || group >= len(c.plan.Groups) {
 		return CopyResult{}, fmt.Errorf("copying group %d: the plan has %d groups", group+1, len(c.plan.Groups))
@@ -300,7 +303,16 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	if hasProv {
 		srcContent = ContentHash(src)
 	}
-	obj, managedFields := prepare(src, c.operation, ownerUIDs)
+	if o.FoundInTarget {
+		uid, err := c.foundUID(ctx, o)
+		if err != nil {
+			return false, nil, err
+		}
+		c.recordUID(o.UID, uid)
+		return false, nil, nil
+	}
+	orig := originalOf(src) // before prepare takes src over
+	obj, managedFields := prepare(src, ownerUIDs)
 
 	created := true
 	var existingGeneration int64
@@ -309,12 +321,11 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	case err == nil:
 	case apierrors.IsAlreadyExists(err):
 		created = false
-		existing := &metav1.PartialObjectMetadata{}
-		existing.SetGroupVersionKind(o.GVK)
-		if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
+		existing, err := getUnstructured(ctx, c.target, o.ObjectRef)
+		if err != nil {
 			return false, nil, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
 		}
-		ours := existing.GetLabels()[movev1.OperationLabel] == c.operation
+		ours := isOurCopy(existing, orig, c.operation)
 		if !ours && !o.Global && !o.InGlobalHierarchy {
 			earlier, err := c.isEarlierCopy(ctx, o, prov, hasProv && srcContent == prov.Content, existing.GetUID())
 			if err != nil {
@@ -546,23 +557,40 @@ func (c *Copier) targetUID(ctx context.Context, owner *graph.Object) (types.UID,
 	if ok {
 		return uid, nil
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(owner.GVK)
-	if err := retry(ctx, func() error { return c.target.Get(ctx, owner.Key(), obj) }); err != nil {
+	obj, err := getUnstructured(ctx, c.target, owner.ObjectRef)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("its owner %s is not in the target yet (copy the groups in order)", owner.ObjectRef)
 		}
 		return "", fmt.Errorf("reading its owner %s in the target: %w", owner.ObjectRef, err)
 	}
-	if obj.GetLabels()[movev1.OperationLabel] != c.operation && !owner.Global && !owner.InGlobalHierarchy {
-		return "", &ConflictError{Object: owner.ObjectRef}
+	if !owner.Global && !owner.InGlobalHierarchy && !owner.FoundInTarget {
+		src, err := getUnstructured(ctx, c.source, owner.ObjectRef)
+		if err != nil {
+			return "", fmt.Errorf("reading its owner %s in the source: %w", owner.ObjectRef, err)
+		}
+		if !isOurCopy(obj, originalOf(src), c.operation) {
+			return "", &ConflictError{Object: owner.ObjectRef}
+		}
 	}
 	c.recordUID(owner.UID, obj.GetUID())
 	return obj.GetUID(), nil
 }
 
+// foundUID reads the UID of an object the target had when the plan was
+// recorded.
+func (c *Copier) foundUID(ctx context.Context, o *graph.Object) (types.UID, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(o.GVK)
+	if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), obj) }); err != nil {
+		return "", fmt.Errorf("reading %s, which the target had when the move began: %w", o.ObjectRef, err)
+	}
+	return obj.GetUID(), nil
+}
+
 // ensureNamespaces creates the namespaces of a group's objects that the
-// target lacks, labelled with the operation so that a rollback removes them.
+// target lacks, by the operation's field manager, so that a rollback knows
+// them as its own.
 func (c *Copier) ensureNamespaces(ctx context.Context, objects []*graph.Object) error {
 	for _, o := range objects {
 		if o.Namespace == "" {
@@ -574,7 +602,7 @@ func (c *Copier) ensureNamespaces(ctx context.Context, objects []*graph.Object) 
 		if known {
 			continue
 		}
-		if err := EnsureNamespace(ctx, c.target, o.Namespace, c.operation); err != nil {
+		if err := EnsureNamespace(ctx, c.target, o.Namespace); err != nil {
 			return err
 		}
 		c.mu.Lock()
@@ -584,14 +612,14 @@ func (c *Copier) ensureNamespaces(ctx context.Context, objects []*graph.Object) 
 	return nil
 }
 
-// EnsureNamespace creates a namespace in a cluster unless it exists, labelled
-// with the operation so that a rollback deletes it again.
-func EnsureNamespace(ctx context.Context, c client.Client, name, operation string) error {
+// EnsureNamespace creates a namespace in a cluster unless it exists. Made
+// with a client of an operation's field manager (FieldOwner), it is known
+// as that operation's by its managed fields.
+func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
-	ns.SetLabels(map[string]string{movev1.OperationLabel: operation})
 	err := retry(ctx, func() error { return c.Create(ctx, ns) })
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s in the target: %w", name, err)
@@ -600,14 +628,14 @@ func EnsureNamespace(ctx context.Context, c client.Client, name, operation strin
 }
 
 // prepare returns the object to create in the target from its source copy:
-// the same content without the fields the target assigns itself, labelled
-// with the operation, with owner references to moved owners pointed at
+// the same content without the fields the target assigns itself, with
+// owner references to moved owners pointed at
 // their target UIDs (ownerUIDs, by source UID) and the others dropped
 // (owners of the same group are linked after the create). It also returns
 // the source's managed fields, every entry, for restoreManagedFields. The
 // source object is reused, not copied: the caller must not use it
 // afterwards.
-func prepare(src *unstructured.Unstructured, operation string, ownerUIDs map[types.UID]types.UID) (*unstructured.Unstructured, []metav1.ManagedFieldsEntry) {
+func prepare(src *unstructured.Unstructured, ownerUIDs map[types.UID]types.UID) (*unstructured.Unstructured, []metav1.ManagedFieldsEntry) {
 	managedFields := src.GetManagedFields()
 
 	var refs []metav1.OwnerReference
@@ -617,12 +645,6 @@ func prepare(src *unstructured.Unstructured, operation string, ownerUIDs map[typ
 			refs = append(refs, ref)
 		}
 	}
-
-	labels := src.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[movev1.OperationLabel] = operation
 
 	obj := &unstructured.Unstructured{Object: map[string]any{}}
 	for k, v := range src.Object {
@@ -637,12 +659,8 @@ func prepare(src *unstructured.Unstructured, operation string, ownerUIDs map[typ
 	// generateName is left out: the name is set, and an object with both
 	// makes the API server answer a duplicate create with a timeout instead
 	// of AlreadyExists (kubernetes/kubernetes#32220).
-	obj.SetLabels(labels)
-	annotations := src.GetAnnotations()
-	// Where an earlier move copied the source object concerns the source
-	// object alone.
-	delete(annotations, movev1.CopiedToAnnotation)
-	obj.SetAnnotations(annotations)
+	obj.SetLabels(src.GetLabels())
+	obj.SetAnnotations(copyAnnotations(src.GetAnnotations()))
 	obj.SetFinalizers(src.GetFinalizers())
 	obj.SetOwnerReferences(refs)
 	return obj, managedFields

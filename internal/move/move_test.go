@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,14 +63,14 @@ func TestPrepare(t *testing.T) {
 	ownerUIDs := map[types.UID]types.UID{"ms-source-uid": "ms-target-uid", "cluster-source-uid": "cluster-target-uid"}
 
 	t.Run("the copy keeps content, labels, annotations and finalizers, and drops what the target assigns", func(t *testing.T) {
-		obj, _ := prepare(sourceMachine(), "op-1", ownerUIDs)
+		obj, _ := prepare(sourceMachine(), ownerUIDs)
 		want := map[string]any{
 			"apiVersion": "cluster.x-k8s.io/v1beta2",
 			"kind":       "Machine",
 			"metadata": map[string]any{
 				"name":        "m1",
 				"namespace":   "ns1",
-				"labels":      map[string]any{"cluster.x-k8s.io/cluster-name": "c1", movev1.OperationLabel: "op-1"},
+				"labels":      map[string]any{"cluster.x-k8s.io/cluster-name": "c1"},
 				"annotations": map[string]any{"a": "b"},
 				"finalizers":  []any{"machine.cluster.x-k8s.io"},
 				"ownerReferences": []any{
@@ -86,7 +87,7 @@ func TestPrepare(t *testing.T) {
 	})
 
 	t.Run("owner references keep their order, API version, controller and blockOwnerDeletion; only the UID changes", func(t *testing.T) {
-		obj, _ := prepare(sourceMachine(), "op-1", ownerUIDs)
+		obj, _ := prepare(sourceMachine(), ownerUIDs)
 		want := []metav1.OwnerReference{
 			{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "MachineSet", Name: "ms", UID: "ms-target-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
 			{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "c1", UID: "cluster-target-uid"},
@@ -97,14 +98,14 @@ func TestPrepare(t *testing.T) {
 	})
 
 	t.Run("references to owners without a target UID are dropped", func(t *testing.T) {
-		obj, _ := prepare(sourceMachine(), "op-1", nil)
+		obj, _ := prepare(sourceMachine(), nil)
 		if refs := obj.GetOwnerReferences(); len(refs) != 0 {
 			t.Errorf("owner references %v, want none", refs)
 		}
 	})
 
 	t.Run("every managed fields entry is returned for restoring, Apply and Update alike", func(t *testing.T) {
-		_, fields := prepare(sourceMachine(), "op-1", ownerUIDs)
+		_, fields := prepare(sourceMachine(), ownerUIDs)
 		if len(fields) != 1 || fields[0].Manager != "capi-topology" {
 			t.Errorf("managed fields to restore: %+v, want the capi-topology entry", fields)
 		}
@@ -114,17 +115,17 @@ func TestPrepare(t *testing.T) {
 			{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
 		}
 		src.SetManagedFields(updates)
-		if _, fields := prepare(src, "op-1", ownerUIDs); !cmp.Equal(fields, updates) {
+		if _, fields := prepare(src, ownerUIDs); !cmp.Equal(fields, updates) {
 			t.Errorf("managed fields to restore: %+v, want both Update entries", fields)
 		}
 	})
 
-	t.Run("an object without labels gets the operation label", func(t *testing.T) {
+	t.Run("the copy carries no mark of the move: its labels are the source's", func(t *testing.T) {
 		src := sourceMachine()
 		src.SetLabels(nil)
-		obj, _ := prepare(src, "op-1", ownerUIDs)
-		if diff := cmp.Diff(map[string]string{movev1.OperationLabel: "op-1"}, obj.GetLabels()); diff != "" {
-			t.Errorf("labels differ (-want +got):\n%s", diff)
+		obj, _ := prepare(src, ownerUIDs)
+		if labels := obj.GetLabels(); len(labels) != 0 {
+			t.Errorf("labels %v, want none", labels)
 		}
 	})
 }
@@ -390,4 +391,65 @@ func TestReconciledStatus(t *testing.T) {
 			t.Errorf("status %v, want none", got)
 		}
 	})
+}
+
+func TestIsOurCopy(t *testing.T) {
+	at := func(sec int) *metav1.Time {
+		return ptr.To(metav1.NewTime(time.Date(2026, 1, 1, 0, 0, sec, 0, time.UTC)))
+	}
+	fields := []metav1.ManagedFieldsEntry{
+		{Manager: "capi-topology", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "cluster.x-k8s.io/v1beta2", Time: at(1)},
+		{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "cluster.x-k8s.io/v1beta2", Time: at(2), Subresource: "status"},
+	}
+	source := func() *unstructured.Unstructured {
+		u := sourceMachine()
+		u.SetUID("src")
+		u.SetManagedFields(fields)
+		return u
+	}
+	// restored is the copy once its managed fields are the source's.
+	restored := func(change func(*unstructured.Unstructured)) *unstructured.Unstructured {
+		u := source()
+		u.SetUID("copy")
+		if change != nil {
+			change(u)
+		}
+		return u
+	}
+	created := metav1.ManagedFieldsEntry{Manager: FieldOwner("op-1"), Operation: metav1.ManagedFieldsOperationUpdate, Time: at(9)}
+	for _, tc := range []struct {
+		name     string
+		existing *unstructured.Unstructured
+		source   *unstructured.Unstructured
+		want     bool
+	}{
+		{"created by the operation, managed fields not restored yet", restored(func(u *unstructured.Unstructured) { u.SetManagedFields([]metav1.ManagedFieldsEntry{created}) }), source(), true},
+		{"restored: the source's entries and content", restored(nil), source(), true},
+		{"restored, an entry the rewrite emptied dropped", restored(func(u *unstructured.Unstructured) { u.SetManagedFields(fields[1:]) }), source(), true},
+		{"created by another operation", restored(func(u *unstructured.Unstructured) {
+			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: FieldOwner("op-2"), Time: at(9)}})
+		}), source(), false},
+		{"the same managers at other times: made elsewhere", restored(func(u *unstructured.Unstructured) {
+			f := slices.Clone(fields)
+			f[0].Time = at(5)
+			u.SetManagedFields(f)
+		}), source(), false},
+		{"an entry the source does not have", restored(func(u *unstructured.Unstructured) {
+			u.SetManagedFields(append(slices.Clone(fields), metav1.ManagedFieldsEntry{Manager: "kubectl", Time: at(3)}))
+		}), source(), false},
+		{"the same managers, other content", restored(func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"clusterName": "c2"} }), source(), false},
+		{"the same managers, other labels", restored(func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"x": "y"}) }), source(), false},
+		{"no managed fields at all", restored(func(u *unstructured.Unstructured) { u.SetManagedFields(nil) }), source(), false},
+		{"the copy an earlier move made, recorded on the source", restored(nil), func() *unstructured.Unstructured {
+			u := source()
+			u.SetAnnotations(map[string]string{"a": "b", movev1.CopiedToAnnotation: "target/copy/hash"})
+			return u
+		}(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := isOurCopy(tc.existing, originalOf(tc.source), "op-1"); got != tc.want {
+				t.Errorf("isOurCopy = %t, want %t", got, tc.want)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +35,7 @@ func (p Provenance) String() string {
 }
 
 // ProvenanceOf reads the provenance an earlier move recorded on obj.
-func ProvenanceOf(obj client.Object) (Provenance, bool) {
+func ProvenanceOf(obj metav1.Object) (Provenance, bool) {
 	parts := strings.Split(obj.GetAnnotations()[movev1.CopiedToAnnotation], "/")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
 		return Provenance{}, false
@@ -85,47 +86,62 @@ func EarlierCopy(ctx context.Context, source, target client.Reader, targetID typ
 	return IsEarlierCopy(src, copied, targetID), nil
 }
 
-// RecordCopies marks, in the source, every object still labelled with the
-// operation (what the move copied but keeps: the move is past deleting) with
-// the provenance of its copy in the target, and takes the label off in the
-// same write. Objects without a copy in the target just lose the label.
-func RecordCopies(ctx context.Context, source, target client.Client, targetID types.UID, ts *graph.Types, operation string, opts Options) (int, error) {
-	labelled, err := Labelled(ctx, source, ts, operation)
-	if err != nil {
-		return 0, err
-	}
-	err = forEach(ctx, labelled, opts.concurrency(), func(ctx context.Context, ref graph.ObjectRef) error {
-		if ref.GVK == namespaceGVK {
-			return nil // namespaces are unlabelled by Unlabel
+// RecordCopies marks, in the source, every object of the plan that the move
+// copied and keeps there (its Delete is false: a shared ClusterClass, a
+// global identity) with the provenance of its copy in the target, so that a
+// later move of the same object takes that copy as already made. An object
+// whose copy is not in the target is left as it is, and so is one that
+// records this copy already (a resumed restore writes nothing twice). It
+// returns how many objects it marked.
+func RecordCopies(ctx context.Context, source, target client.Client, targetID types.UID, plan *graph.Plan, opts Options) (int, error) {
+	var kept []*graph.Object
+	for _, o := range plan.Objects() {
+		if !o.Delete {
+			kept = append(kept, o)
 		}
-		annotations := map[string]any{}
-		if copied, err := getUnstructured(ctx, target, ref); err == nil {
-			annotations[movev1.CopiedToAnnotation] = Provenance{Target: targetID, Copy: copied.GetUID(), Content: ContentHash(copied)}.String()
-		} else if !apierrors.IsNotFound(err) {
+	}
+	var mu sync.Mutex
+	marked := 0
+	err := forEach(ctx, kept, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
+		copied, err := getUnstructured(ctx, target, o.ObjectRef)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
+		value := Provenance{Target: targetID, Copy: copied.GetUID(), Content: ContentHash(copied)}.String()
+		src := &metav1.PartialObjectMetadata{}
+		src.SetGroupVersionKind(o.GVK)
+		if err := retry(ctx, func() error { return source.Get(ctx, o.Key(), src) }); err != nil {
+			if gone(err) {
+				return nil
+			}
+			return fmt.Errorf("reading %s in the source: %w", o.ObjectRef, err)
+		}
+		if src.GetUID() != o.UID || src.GetAnnotations()[movev1.CopiedToAnnotation] == value {
+			return nil
+		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"uid":         ref.UID,
-			"labels":      map[string]any{movev1.OperationLabel: nil},
-			"annotations": annotations,
+			"uid":         o.UID,
+			"annotations": map[string]any{movev1.CopiedToAnnotation: value},
 		}})
 		if err != nil {
 			return err
 		}
-		src := &metav1.PartialObjectMetadata{}
-		src.SetGroupVersionKind(ref.GVK)
-		src.SetNamespace(ref.Namespace)
-		src.SetName(ref.Name)
 		err = retry(ctx, func() error { return source.Patch(ctx, src, client.RawPatch(types.MergePatchType, patch)) })
 		if err != nil && !gone(err) {
-			return fmt.Errorf("recording the copy of %s: %w", ref, err)
+			return fmt.Errorf("recording the copy of %s: %w", o.ObjectRef, err)
 		}
+		mu.Lock()
+		marked++
+		mu.Unlock()
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("recording the copies of the objects kept in the source: %w", err)
 	}
-	return len(labelled), nil
+	return marked, nil
 }
 
 func getUnstructured(ctx context.Context, c client.Reader, ref graph.ObjectRef) (*unstructured.Unstructured, error) {

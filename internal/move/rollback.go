@@ -3,84 +3,46 @@ package move
 import (
 	"context"
 	"fmt"
-	"math"
-	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/move-operator/move-operator/internal/graph"
 )
 
-// Rollback deletes from the target everything this operation created there:
-// every object of the given kinds labelled with the operation, then the
-// namespaces it created (unless objects it did not create have appeared in
-// them). Objects it did not create (a conflicting object, a global object
-// that was already there) carry no such label and are left alone. When the
-// plan is given, objects go in the reverse of its creation order, as in the
-// source, so that no object goes before what depends on it (a
-// ClusterClass's webhook refuses its deletion while Clusters use it);
-// labelled objects the plan does not know go first. Each deletion is the
-// move's own (see DeleteGroup): delete-for-move annotation and finalizers
-// dropped in one patch, then DELETE, both naming the object's UID. It
-// returns how many objects and namespaces it deleted.
-func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *graph.Plan, operation string, opts Options) (int, error) {
-	labelled, err := Labelled(ctx, target, ts, operation)
-	if err != nil {
-		return 0, fmt.Errorf("rolling back the target: %w", err)
-	}
-	// Order: by plan group, last group first; unknown objects before all;
-	// namespaces after all.
-	type key struct {
-		gk              schema.GroupKind
-		namespace, name string
-	}
-	groups := map[key]int{}
-	if plan != nil {
-		for _, o := range plan.Objects() {
-			groups[key{o.GroupKind(), o.Namespace, o.Name}] = o.Group
-		}
-	}
-	rank := func(r graph.ObjectRef) int {
-		if r.GVK == namespaceGVK {
-			return -1
-		}
-		if g, ok := groups[key{r.GroupKind(), r.Namespace, r.Name}]; ok {
-			return g
-		}
-		return math.MaxInt
-	}
-	byRank := map[int][]graph.ObjectRef{}
-	var ranks []int
-	for _, r := range labelled {
-		k := rank(r)
-		if _, ok := byRank[k]; !ok {
-			ranks = append(ranks, k)
-		}
-		byRank[k] = append(byRank[k], r)
-	}
-	slices.Sort(ranks)
-	slices.Reverse(ranks)
-
+// Rollback deletes from the target everything this operation created there
+// for the plan: each object of the plan that is this operation's copy
+// (isOurCopy), then the namespaces the operation created (unless objects it
+// did not create have appeared in them). Objects the target had when the
+// plan was recorded, objects created there by anyone else, and copies an
+// earlier move made are left alone, as is a copy whose source object is
+// gone (it is then the only one left). Objects go in the reverse of the
+// plan's creation order, as in the source, so that no object goes before
+// what depends on it (a ClusterClass's webhook refuses its deletion while
+// Clusters use it). Each deletion is the move's own (see DeleteGroup):
+// delete-for-move annotation and finalizers dropped in one patch, then
+// DELETE, both naming the copy's UID. It returns how many objects and
+// namespaces it deleted.
+func Rollback(ctx context.Context, source, target client.Client, ts *graph.Types, plan *graph.Plan, operation string, opts Options) (int, error) {
 	logger := log.FromContext(ctx)
+	var mu sync.Mutex
 	deleted := 0
-	for _, k := range ranks {
-		refs := byRank[k]
-		var mu sync.Mutex
-		err := forEach(ctx, refs, opts.concurrency(), func(ctx context.Context, ref graph.ObjectRef) error {
-			var ok bool
-			var err error
-			if ref.GVK == namespaceGVK {
-				ok, err = deleteNamespace(ctx, target, ts, ref)
-			} else {
-				// Found by listing, without a resourceVersion to insist
-				// on: the long way, annotation and finalizers first.
-				ok, err = deleteForMove(ctx, target, &graph.Object{ObjectRef: ref})
+	for g := len(plan.Groups) - 1; g >= 0; g-- {
+		var candidates []*graph.Object
+		for _, o := range plan.Groups[g] {
+			if !o.FoundInTarget {
+				candidates = append(candidates, o)
 			}
+		}
+		err := forEach(ctx, candidates, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
+			copied, ok, err := ownCopy(ctx, source, target, o, operation)
+			if err != nil || !ok {
+				return err
+			}
+			ok, err = deleteForMove(ctx, target, &graph.Object{ObjectRef: copied})
 			if err != nil {
-				return fmt.Errorf("deleting %s from the target: %w", ref, err)
+				return fmt.Errorf("deleting %s from the target: %w", copied, err)
 			}
 			if ok {
 				mu.Lock()
@@ -93,8 +55,51 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 			return deleted, fmt.Errorf("rolling back the target: %w", err)
 		}
 	}
+	for _, name := range plan.Namespaces() {
+		ns := metadataObject(namespaceGVK, "", name)
+		if err := retry(ctx, func() error { return target.Get(ctx, client.ObjectKey{Name: name}, ns) }); err != nil {
+			if gone(err) {
+				continue
+			}
+			return deleted, fmt.Errorf("rolling back the target: reading namespace %s: %w", name, err)
+		}
+		if !hasManager(ns, FieldOwner(operation)) || ns.GetDeletionTimestamp() != nil {
+			continue
+		}
+		ok, err := deleteNamespace(ctx, target, ts, graph.ObjectRef{GVK: namespaceGVK, Name: name, UID: ns.GetUID()})
+		if err != nil {
+			return deleted, fmt.Errorf("rolling back the target: deleting namespace %s: %w", name, err)
+		}
+		if ok {
+			deleted++
+		}
+	}
 	logger.V(1).Info("rolled back the target", "deleted", deleted)
 	return deleted, nil
+}
+
+// ownCopy returns the target's object of o's name when it is this
+// operation's copy of o.
+func ownCopy(ctx context.Context, source, target client.Reader, o *graph.Object, operation string) (graph.ObjectRef, bool, error) {
+	copied, err := getUnstructured(ctx, target, o.ObjectRef)
+	if err != nil {
+		if gone(err) {
+			return graph.ObjectRef{}, false, nil
+		}
+		return graph.ObjectRef{}, false, fmt.Errorf("reading %s in the target: %w", o.ObjectRef, err)
+	}
+	src, err := getUnstructured(ctx, source, o.ObjectRef)
+	if err != nil {
+		if gone(err) {
+			log.FromContext(ctx).Info("leaving a copy in the target: its source object is gone, so it is the only one left", "object", o.ObjectRef.String())
+			return graph.ObjectRef{}, false, nil
+		}
+		return graph.ObjectRef{}, false, fmt.Errorf("reading %s in the source: %w", o.ObjectRef, err)
+	}
+	if !isOurCopy(copied, originalOf(src), operation) {
+		return graph.ObjectRef{}, false, nil
+	}
+	return graph.ObjectRef{GVK: o.GVK, Namespace: o.Namespace, Name: o.Name, UID: copied.GetUID()}, true, nil
 }
 
 // deleteNamespace deletes a namespace this operation created, unless

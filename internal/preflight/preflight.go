@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
 )
@@ -110,24 +109,32 @@ func CheckProviders(ctx context.Context, source, target client.Reader) error {
 	return fmt.Errorf("providers installed in the source are missing in the target: %s; install them there (clusterctl init) first", strings.Join(missing, ", "))
 }
 
-// TargetConflicts returns the objects of the plan that already exist in the
-// target and were not created by this operation: copying would overwrite
-// them. Global objects and their hierarchies are used as found, so they do
-// not conflict, and neither do the copies an earlier move made (recorded on
-// the source object) while neither side has changed since. One LIST per kind
-// and namespace, metadata only, and two GETs per earlier copy.
-func TargetConflicts(ctx context.Context, source, target client.Reader, targetID types.UID, plan *graph.Plan, operation string) ([]graph.ObjectRef, error) {
-	wanted := map[schema.GroupVersionKind]map[client.ObjectKey]graph.ObjectRef{}
+// InTarget is what the target holds already of a plan's objects.
+type InTarget struct {
+	// Conflicts are objects that exist in the target under the name of a
+	// moved object and that the copy would overwrite.
+	Conflicts []graph.ObjectRef
+	// Found are the moved objects (by source UID) that the copy uses as
+	// found: global objects and their hierarchies that the target has, and
+	// the copies an earlier move made (recorded on the source object) while
+	// neither side has changed since.
+	Found map[types.UID]bool
+}
+
+// CheckTarget finds what the target holds already of the plan's objects:
+// one LIST per kind and namespace, metadata only, and two GETs per earlier
+// copy. It runs before the move writes anything, and again when the move
+// records its plan, once the providers of both clusters are stopped and
+// nobody but the operator can create their objects.
+func CheckTarget(ctx context.Context, source, target client.Reader, targetID types.UID, plan *graph.Plan) (InTarget, error) {
+	out := InTarget{Found: map[types.UID]bool{}}
+	wanted := map[schema.GroupVersionKind]map[client.ObjectKey]*graph.Object{}
 	for _, o := range plan.Objects() {
-		if o.Global || o.InGlobalHierarchy {
-			continue
-		}
 		if wanted[o.GVK] == nil {
-			wanted[o.GVK] = map[client.ObjectKey]graph.ObjectRef{}
+			wanted[o.GVK] = map[client.ObjectKey]*graph.Object{}
 		}
-		wanted[o.GVK][o.Key()] = o.ObjectRef
+		wanted[o.GVK][o.Key()] = o
 	}
-	var conflicts []graph.ObjectRef
 	for gvk, objs := range wanted {
 		for _, ns := range namespacesOf(objs) {
 			list := &metav1.PartialObjectMetadataList{}
@@ -136,29 +143,34 @@ func TargetConflicts(ctx context.Context, source, target client.Reader, targetID
 				if meta.IsNoMatchError(err) {
 					break // the kind is not in the target; CheckCRDs reports it
 				}
-				return nil, fmt.Errorf("listing %s in namespace %s of the target: %w", graph.KindString(gvk.GroupKind()), ns, err)
+				return InTarget{}, fmt.Errorf("listing %s in namespace %s of the target: %w", graph.KindString(gvk.GroupKind()), ns, err)
 			}
 			for i := range list.Items {
-				item := &list.Items[i]
-				ref, ok := objs[client.ObjectKeyFromObject(item)]
-				if !ok || item.Labels[movev1alpha1.OperationLabel] == operation {
+				o, ok := objs[client.ObjectKeyFromObject(&list.Items[i])]
+				if !ok {
 					continue
 				}
-				earlier, err := move.EarlierCopy(ctx, source, target, targetID, ref)
-				if err != nil {
-					return nil, err
+				if o.Global || o.InGlobalHierarchy {
+					out.Found[o.UID] = true
+					continue
 				}
-				if !earlier {
-					conflicts = append(conflicts, ref)
+				earlier, err := move.EarlierCopy(ctx, source, target, targetID, o.ObjectRef)
+				if err != nil {
+					return InTarget{}, err
+				}
+				if earlier {
+					out.Found[o.UID] = true
+				} else {
+					out.Conflicts = append(out.Conflicts, o.ObjectRef)
 				}
 			}
 		}
 	}
-	slices.SortFunc(conflicts, func(a, b graph.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
-	return conflicts, nil
+	slices.SortFunc(out.Conflicts, func(a, b graph.ObjectRef) int { return strings.Compare(a.String(), b.String()) })
+	return out, nil
 }
 
-func namespacesOf(objs map[client.ObjectKey]graph.ObjectRef) []string {
+func namespacesOf(objs map[client.ObjectKey]*graph.Object) []string {
 	seen := map[string]bool{}
 	var out []string
 	for k := range objs {

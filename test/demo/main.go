@@ -537,7 +537,6 @@ func (d *demo) cleanup(removeLogs bool) {
 func take(ctx context.Context, c client.Reader, namespaces []string) (*snapshot.Snapshot, error) {
 	s, err := snapshot.Take(ctx, c, snapshot.Options{
 		Namespaces:        namespaces,
-		IgnoreLabels:      []string{movev1alpha1.OperationLabel},
 		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation, movev1alpha1.CopiedToAnnotation},
 	})
 	if err != nil {

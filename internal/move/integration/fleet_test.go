@@ -134,20 +134,16 @@ func newMover(t *testing.T, namespaces []string, selector labels.Selector) *move
 	return &mover{t: t, source: source, target: target, namespaces: namespaces, selector: selector, op: operation()}
 }
 
-func (m *mover) plan(ctx context.Context, pinned bool) *graph.Plan {
-	sel := graph.Selection{ClusterSelector: m.selector}
-	if pinned {
-		sel.PinnedTo = m.op
-	}
-	return plan(m.t, ctx, m.source, m.namespaces, sel)
+func (m *mover) plan(ctx context.Context) *graph.Plan {
+	return plan(m.t, ctx, m.source, m.namespaces, graph.Selection{ClusterSelector: m.selector})
 }
 
-// prepare validates, pauses, waits for block-move, labels, and returns the
-// plan pinned to the labels, as Copying builds it.
+// prepare validates, pauses, waits for block-move, and returns the plan
+// read after the pause, as Copying records it.
 func (m *mover) prepare(ctx context.Context) *graph.Plan {
 	t := m.t
 	t.Helper()
-	p := m.plan(ctx, false)
+	p := m.plan(ctx)
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v\n%s", err, p)
 	}
@@ -163,17 +159,11 @@ func (m *mover) prepare(ctx context.Context) *graph.Plan {
 	if err := move.WaitForBlockMove(ctx, m.source, p, time.Second); err != nil {
 		t.Fatalf("WaitForBlockMove: %v", err)
 	}
-	if _, err := move.Label(ctx, m.source, p, m.op, move.Options{}); err != nil {
-		t.Fatalf("Label: %v", err)
+	after := m.plan(ctx)
+	if appeared, vanished := p.Changes(after); len(appeared)+len(vanished) > 0 {
+		t.Fatalf("the moved set changed with the pause: %v appeared, %v vanished", appeared, vanished)
 	}
-	pinned := m.plan(ctx, true)
-	if u := pinned.Unlabelled(); len(u) > 0 {
-		t.Fatalf("objects to move without the label after labelling: %v", u)
-	}
-	if pinned.Len() != p.Len() {
-		t.Fatalf("the pinned plan holds %d objects, the plan labelled %d", pinned.Len(), p.Len())
-	}
-	return pinned
+	return after
 }
 
 func (m *mover) copy(ctx context.Context, p *graph.Plan, target client.Client) error {
@@ -190,14 +180,11 @@ func (m *mover) delete(ctx context.Context, p *graph.Plan, source client.Client)
 	return nil
 }
 
-// restore unlabels and unpauses both clusters, target first.
+// restore unpauses both clusters, target first.
 func (m *mover) restore(ctx context.Context, kinds *graph.Types) {
 	t := m.t
 	t.Helper()
 	for _, c := range []client.Client{m.target, m.source} {
-		if _, err := move.Unlabel(ctx, c, kinds, m.op, move.Options{}); err != nil {
-			t.Fatalf("Unlabel: %v", err)
-		}
 		if _, err := move.Unpause(ctx, c, kinds, m.op, move.Options{}); err != nil {
 			t.Fatalf("Unpause: %v", err)
 		}
@@ -293,11 +280,8 @@ func TestMoveCopiesThenDeletesAFleet(t *testing.T) {
 	t.Run("only global objects remain in the source", func(t *testing.T) {
 		globalsOnly(t, f.snapshot(t, ctx, m.source), f)
 	})
-	t.Run("nothing is left labelled or paused", func(t *testing.T) {
+	t.Run("nothing is left paused", func(t *testing.T) {
 		for _, c := range []client.Client{m.source, m.target} {
-			if left, err := move.Labelled(ctx, c, p.Types(), m.op); err != nil || len(left) > 0 {
-				t.Errorf("still labelled: %v (%v)", left, err)
-			}
 			if n, err := move.Unpause(ctx, c, p.Types(), m.op, move.Options{}); err != nil || n > 0 {
 				t.Errorf("%d objects still paused by the move (%v)", n, err)
 			}
@@ -356,16 +340,13 @@ func TestAnInterruptedMoveResumesToTheSameResult(t *testing.T) {
 		t.Fatalf("resuming the copy: %v", err)
 	}
 
-	// The deletion is interrupted too, and resumed from a plan rebuilt from
-	// the labels over what is left of the source.
+	// The deletion is interrupted too, and resumed from the same plan, as
+	// a restarted operator reads it back from its record: what is gone
+	// already counts as deleted.
 	if err := m.delete(ctx, p, failAfter(watchable(t, env.Source.Config), total/3, "delete")); !errorContains(err, "injected crash") {
 		t.Fatalf("the deletion interrupted after %d deletes returned %v", total/3, err)
 	}
-	rest := m.plan(ctx, true)
-	if rest.Len() >= p.Len() {
-		t.Errorf("after deleting part of the source the plan still holds %d of %d objects", rest.Len(), p.Len())
-	}
-	if err := m.delete(ctx, rest, m.source); err != nil {
+	if err := m.delete(ctx, graph.NewPlan(p.Groups), m.source); err != nil {
 		t.Fatalf("resuming the deletion: %v", err)
 	}
 	m.restore(ctx, p.Types())
@@ -396,7 +377,7 @@ func TestAConflictingObjectInTheTargetIsReportedAndRolledBackAround(t *testing.T
 
 	// Somebody already has a Machine of the same name in the target.
 	victim := p.OfKind(graph.MachineGroupKind)[0]
-	if err := move.EnsureNamespace(ctx, m.target, victim.Namespace, "somebody-else"); err != nil {
+	if err := move.EnsureNamespace(ctx, m.target, victim.Namespace); err != nil {
 		t.Fatal(err)
 	}
 	machine, err := get(ctx, m.source, victim.GVK, victim.Namespace, victim.Name)
@@ -417,12 +398,17 @@ func TestAConflictingObjectInTheTargetIsReportedAndRolledBackAround(t *testing.T
 		t.Errorf("error %q does not say %q", err, want)
 	}
 
-	if _, err := move.Rollback(ctx, m.target, p.Types(), p, m.op, move.Options{}); err != nil {
+	if _, err := move.Rollback(ctx, m.source, m.target, p.Types(), p, m.op, move.Options{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	m.restore(ctx, p.Types())
-	if left, err := move.Labelled(ctx, m.target, p.Types(), m.op); err != nil || len(left) > 0 {
-		t.Errorf("objects of the move left in the target after the rollback: %v (%v)", left, err)
+	for _, o := range p.Objects() {
+		if o.UID == victim.UID || o.Global || o.InGlobalHierarchy {
+			continue
+		}
+		if _, err := get(ctx, m.target, o.GVK, o.Namespace, o.Name); !apierrors.IsNotFound(err) {
+			t.Errorf("%s is left in the target after the rollback (%v)", o.ObjectRef, err)
+		}
 	}
 	if _, err := get(ctx, m.target, victim.GVK, victim.Namespace, victim.Name); err != nil {
 		t.Errorf("the rollback removed the conflicting Machine, which the move did not create: %v", err)

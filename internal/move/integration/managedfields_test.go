@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/test/snapshot"
@@ -272,7 +271,7 @@ func TestSnapshotsCompareManagersAndFindUIDsThatNameNothing(t *testing.T) {
 		t.Fatalf("copying: %v", err)
 	}
 	take := func(c client.Reader) *snapshot.Snapshot {
-		s, err := snapshot.Take(ctx, c, snapshot.Options{Namespaces: []string{ns}, UpdateManagers: true, IgnoreLabels: []string{movev1.OperationLabel}})
+		s, err := snapshot.Take(ctx, c, snapshot.Options{Namespaces: []string{ns}, UpdateManagers: true})
 		if err != nil {
 			t.Fatalf("taking a snapshot: %v", err)
 		}

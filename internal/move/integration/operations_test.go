@@ -19,6 +19,7 @@ import (
 	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/preflight"
 	"github.com/move-operator/move-operator/test/fleet"
 )
 
@@ -152,7 +153,7 @@ func TestCopyReportsAConflictingObjectByName(t *testing.T) {
 	ns := namespace(t, "conflict")
 	op := operation()
 	create(t, ctx, source, configMap(ns, "mine", forceMove), configMap(ns, "theirs", forceMove))
-	if err := move.EnsureNamespace(ctx, target, ns, op); err != nil {
+	if err := move.EnsureNamespace(ctx, target, ns); err != nil {
 		t.Fatal(err)
 	}
 	create(t, ctx, target, configMap(ns, "theirs"))
@@ -169,7 +170,7 @@ func TestCopyReportsAConflictingObjectByName(t *testing.T) {
 
 	// Rolling back removes what the copy created and leaves the other
 	// object, and the namespace holding it, alone.
-	if _, err := move.Rollback(ctx, target, p.Types(), p, op, move.Options{}); err != nil {
+	if _, err := move.Rollback(ctx, source, target, p.Types(), p, op, move.Options{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	if _, err := get(ctx, target, configMapGVK, ns, "mine"); err == nil {
@@ -193,10 +194,10 @@ func TestRollbackDeletesTheNamespacesTheCopyCreated(t *testing.T) {
 	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
-	if got, err := get(ctx, target, namespaceGVK, "", ns); err != nil || got.GetLabels()[movev1.OperationLabel] != op {
-		t.Fatalf("the copy did not create namespace %s labelled with the operation: %v, %v", ns, got.GetLabels(), err)
+	if got, err := get(ctx, target, namespaceGVK, "", ns); err != nil || !slices.ContainsFunc(got.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager == move.FieldOwner(op) }) {
+		t.Fatalf("the copy did not create namespace %s with the operation's field manager: %v (%v)", ns, got.GetManagedFields(), err)
 	}
-	n, err := move.Rollback(ctx, target, p.Types(), p, op, move.Options{})
+	n, err := move.Rollback(ctx, source, target, p.Types(), p, op, move.Options{})
 	if err != nil || n != 2 {
 		t.Fatalf("Rollback: %d deleted, %v; want the ConfigMap and the namespace", n, err)
 	}
@@ -323,38 +324,6 @@ func TestWaitForBlockMove(t *testing.T) {
 	}
 }
 
-func TestLabelAndUnlabel(t *testing.T) {
-	ctx := testContext(t)
-	source, _ := clients(t)
-	ns := namespace(t, "label")
-	op := operation()
-	create(t, ctx, source, configMap(ns, "a", forceMove), configMap(ns, "b", forceMove), configMap(ns, "unowned"))
-	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
-
-	if n, err := move.Label(ctx, source, p, op, move.Options{}); err != nil || n != 2 {
-		t.Fatalf("Label: %d, %v; want 2 labelled", n, err)
-	}
-	pinned := plan(t, ctx, source, []string{ns}, graph.Selection{PinnedTo: op})
-	if diff := cmp.Diff([]string{"a", "b"}, objectNames(pinned)); diff != "" {
-		t.Errorf("pinned plan differs (-want +got):\n%s", diff)
-	}
-	// Labelling again labels nothing: the plan knows the objects carry it.
-	if n, err := move.Label(ctx, source, pinned, op, move.Options{}); err != nil || n != 0 {
-		t.Errorf("Label again: %d, %v; want 0", n, err)
-	}
-	// Another operation may not take them.
-	if _, err := move.Label(ctx, source, pinned, operation(), move.Options{}); !errorContains(err, "labelled by another operation") {
-		t.Errorf("Label by another operation: %v, want a refusal", err)
-	}
-
-	if n, err := move.Unlabel(ctx, source, p.Types(), op, move.Options{}); err != nil || n != 2 {
-		t.Fatalf("Unlabel: %d, %v; want 2 unlabelled", n, err)
-	}
-	if left, _ := move.Labelled(ctx, source, p.Types(), op); len(left) != 0 {
-		t.Errorf("still labelled after Unlabel: %v", left)
-	}
-}
-
 func TestDiscoverReadsPageByPage(t *testing.T) {
 	ctx := testContext(t)
 	source, _ := clients(t)
@@ -460,6 +429,18 @@ func TestAGlobalObjectAlreadyInTheTargetIsUsedAsFound(t *testing.T) {
 	if !ok || o.Delete || !o.InGlobalHierarchy {
 		t.Fatalf("the credentials should be copied, not deleted, as part of the identity's hierarchy:\n%s", p)
 	}
+	// As the move records its plan: what the target has already is found.
+	inTarget, err := preflight.CheckTarget(ctx, source, target, "target", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range p.Objects() {
+		o.FoundInTarget = inTarget.Found[o.UID]
+	}
+	if id, _ := p.Object(sourceIdentity.GetUID()); !id.FoundInTarget {
+		t.Fatalf("the identity the target has is not found there")
+	}
+	before, _ := get(ctx, target, targetIdentity.GroupVersionKind(), "", name)
 	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
@@ -471,11 +452,11 @@ func TestAGlobalObjectAlreadyInTheTargetIsUsedAsFound(t *testing.T) {
 		t.Errorf("the credentials in the target are owned by %v, want the identity found there (%s)", refs, targetIdentity.GetUID())
 	}
 	found, _ := get(ctx, target, targetIdentity.GroupVersionKind(), "", name)
-	if found.GetLabels()[movev1.OperationLabel] != "" {
-		t.Errorf("the identity found in the target was changed: labels %v", found.GetLabels())
+	if found.GetResourceVersion() != before.GetResourceVersion() {
+		t.Errorf("the identity found in the target was changed: resourceVersion %s, was %s", found.GetResourceVersion(), before.GetResourceVersion())
 	}
 
-	if _, err := move.Rollback(ctx, target, p.Types(), p, op, move.Options{}); err != nil {
+	if _, err := move.Rollback(ctx, source, target, p.Types(), p, op, move.Options{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	if _, err := get(ctx, target, targetIdentity.GroupVersionKind(), "", name); err != nil {

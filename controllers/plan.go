@@ -1,0 +1,151 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/planrecord"
+	"github.com/move-operator/move-operator/internal/preflight"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// buildPlan reads the source and plans the move by the rules.
+func (r *MoveOperationReconciler) buildPlan(ctx context.Context, mo *movev1alpha1.MoveOperation) (*graph.Plan, error) {
+	clusterSelector, err := clusterSelectorOf(mo)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := graph.DiscoverTypes(ctx, r.Source)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the kinds to move: %w", err)
+	}
+	g, err := graph.Discover(ctx, r.Source, ts, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
+	if err != nil {
+		return nil, fmt.Errorf("reading the objects to move: %w", err)
+	}
+	return g.Plan(graph.Selection{ClusterSelector: clusterSelector}), nil
+}
+
+// recordPlan returns the plan Copying creates: the recorded one when there
+// is one (a restarted operator), otherwise the plan of the source as it is
+// now, recorded before anything is copied. Now is after the providers of
+// both clusters are gone and only the operator gets past their webhooks:
+// the set can no longer grow by their objects. The target is checked again
+// at that moment; what it holds already is marked as found (used as is,
+// never rolled back), and objects that appeared there since Validating
+// under a moved name are returned as conflicts, with nothing recorded.
+func (r *MoveOperationReconciler) recordPlan(ctx context.Context, mo *movev1alpha1.MoveOperation, target *remote.Target) (*graph.Plan, []graph.ObjectRef, error) {
+	recorded, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if found {
+		return recorded, nil, nil
+	}
+	plan, err := r.buildPlan(ctx, mo)
+	if err != nil {
+		return nil, nil, err
+	}
+	targetID, err := remote.ClusterID(ctx, target.Client)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target cluster: %w", err)
+	}
+	inTarget, err := preflight.CheckTarget(ctx, r.Source, target.Client, targetID, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(inTarget.Conflicts) > 0 {
+		return nil, inTarget.Conflicts, nil
+	}
+	for _, o := range plan.Objects() {
+		o.FoundInTarget = inTarget.Found[o.UID]
+	}
+	if err := planrecord.Save(ctx, r.Source, mo, plan); err != nil {
+		return nil, nil, err
+	}
+	log.FromContext(ctx).Info("recorded the plan", "objects", plan.Len(), "groups", len(plan.Groups), "foundInTarget", len(inTarget.Found))
+	return plan, nil, nil
+}
+
+// errNoRecord: the record of the plan is not there (somebody deleted it).
+var errNoRecord = errors.New("the record of the plan is missing")
+
+// recordedPlan reads the plan recorded when Copying began. Past that point
+// the record is there, unless somebody deleted it: it goes only with the
+// MoveOperation.
+func (r *MoveOperationReconciler) recordedPlan(ctx context.Context, mo *movev1alpha1.MoveOperation) (*graph.Plan, error) {
+	plan, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w (ConfigMaps labelled %s=%s in namespace %s)", errNoRecord, movev1alpha1.PlanOfLabel, mo.UID, mo.Namespace)
+	}
+	return plan, nil
+}
+
+// planOfCopies stands in for a lost record past the point of no return: the
+// objects the rules move now whose copy the target holds. Objects without a
+// copy stay in the source, so nothing is deleted that was not copied.
+func (r *MoveOperationReconciler) planOfCopies(ctx context.Context, s *scope) (*graph.Plan, error) {
+	target, _, ok := r.target(ctx, s, false)
+	if !ok {
+		return nil, errors.New("the target is not reachable")
+	}
+	plan, err := r.buildPlan(ctx, s.mo)
+	if err != nil {
+		return nil, err
+	}
+	groups := make([][]*graph.Object, len(plan.Groups))
+	var missing []graph.ObjectRef
+	for i, g := range plan.Groups {
+		for _, o := range g {
+			copied := &metav1.PartialObjectMetadata{}
+			copied.SetGroupVersionKind(o.GVK)
+			err := target.Client.Get(ctx, o.Key(), copied)
+			switch {
+			case err == nil:
+				groups[i] = append(groups[i], o)
+			case apierrors.IsNotFound(err):
+				missing = append(missing, o.ObjectRef)
+			default:
+				return nil, fmt.Errorf("reading %s in the target: %w", o.ObjectRef, err)
+			}
+		}
+	}
+	msg := "the record of the plan was deleted during the move; the move deletes from the source only the objects the rules select that have a copy in the target"
+	if len(missing) > 0 {
+		msg += fmt.Sprintf("; %s have none and stay in the source", joinRefs(missing))
+	}
+	log.FromContext(ctx).Info(msg)
+	r.event(s.mo, "Warning", movev1alpha1.ReasonObjectsChanged, string(movev1alpha1.PhaseDeleting), msg)
+	return graph.NewPlan(groups), nil
+}
+
+// movedSetChanged reads the source again and reports, for a message, the
+// objects that moved hierarchies gained or lost since the plan was
+// recorded; "" when they hold the same objects.
+func (r *MoveOperationReconciler) movedSetChanged(ctx context.Context, mo *movev1alpha1.MoveOperation, recorded *graph.Plan) (string, error) {
+	now, err := r.buildPlan(ctx, mo)
+	if err != nil {
+		return "", err
+	}
+	appeared, vanished := recorded.Changes(now)
+	switch {
+	case len(appeared) > 0 && len(vanished) > 0:
+		return fmt.Sprintf("%s appeared and %s vanished in the source while the move copied", joinRefs(appeared), joinRefs(vanished)), nil
+	case len(appeared) > 0:
+		return fmt.Sprintf("%s appeared in the source while the move copied (created by a writer the move does not stop)", joinRefs(appeared)), nil
+	case len(vanished) > 0:
+		return fmt.Sprintf("%s vanished from the source while the move copied (deleted by a writer the move does not stop)", joinRefs(vanished)), nil
+	}
+	return "", nil
+}
