@@ -20,7 +20,7 @@ import (
 // fresh one, and checks the move still ends Done in the state an
 // uninterrupted move reaches: the fleet in the target exactly, nothing left
 // in the source but global objects, every controller and webhook as before,
-// nothing labelled or paused. Every write of every phase is a crash point
+// nothing paused. Every write of every phase is a crash point
 // (see crashSections: run j crashes before the j-th write of each section);
 // each run gets a fleet of its own instead of new clusters.
 func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {

@@ -402,8 +402,16 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("target cluster: %w", err)
 		}
+		copies, err := planrecord.LoadCopies(ctx, r.Source, mo.Namespace, mo.UID)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 		run.copyPlan = plan
-		run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID)
+		run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID).
+			WithCopies(copies).
+			OnCopied(func(ctx context.Context, group int, uids []types.UID) error {
+				return planrecord.SaveCopies(ctx, r.Source, mo, group, uids)
+			})
 		// After a restart every group is copied again: what is already
 		// there, this move's copy, counts as progress.
 		run.nextCopy, run.verified = 0, false
@@ -610,7 +618,12 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 			s.waiting = fmt.Sprintf("the source is restored; cannot read the target %s to delete what the move created there, retrying: %v", target.Server, err)
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}
-		if _, err := move.Rollback(ctx, r.Source, target.Client, targetTypes, plan, string(mo.UID), r.Move); err != nil {
+		copies, err := planrecord.LoadCopies(ctx, r.Source, mo.Namespace, mo.UID)
+		if err != nil {
+			s.waiting = fmt.Sprintf("the source is restored; cannot read the record of the copies to delete what the move created in the target, retrying: %v", err)
+			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
+		}
+		if _, err := move.Rollback(ctx, target.Client, targetTypes, plan, string(mo.UID), copies, r.Move); err != nil {
 			s.waiting = fmt.Sprintf("the source is restored; deleting what the move created in the target %s failed, retrying: %v", target.Server, err)
 			return ctrl.Result{RequeueAfter: r.PollInterval}, nil
 		}

@@ -174,7 +174,7 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 		}
 	})
 
-	t.Run("nothing is left labelled or paused", func(t *testing.T) {
+	t.Run("nothing is left paused", func(t *testing.T) {
 		g := NewWithT(t)
 		assertNoMoveMarks(ctx, g, env.Target.Client, f.Namespaces)
 		assertNoMoveMarks(ctx, g, env.Source.Client, f.Namespaces)

@@ -29,7 +29,7 @@ const failCopyAfter = 20
 // rollback, and resumes with a fresh operator without the fault. Every run
 // must end Failed, with the copy timeout as its reason and
 // both clusters as they were before the move: the source's objects
-// unlabelled and unpaused, nothing of the move left in the target, every
+// unpaused, nothing of the move left in the target, every
 // controller and webhook as before.
 //
 // Every write of each of the rollback's steps is a crash point (see

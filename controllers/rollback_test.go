@@ -88,7 +88,7 @@ func (rc *rollbackCase) assertRolledBack(mo *movev1alpha1.MoveOperation, reason 
 
 // assertAsBefore checks that a move that did not happen left both clusters
 // as they were: the source's objects, nothing in the target, controllers and
-// webhooks, no labels or pauses.
+// webhooks, no pauses.
 func (rc *rollbackCase) assertAsBefore(ctx context.Context, g Gomega) {
 	after := inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...)
 	if diff := snapshot.Diff(rc.before, after); diff != "" {

@@ -37,8 +37,8 @@ func TestAMoveCompletesWithAProviderAlreadyAtZeroInEitherClusterAndLeavesItThere
 	g := NewWithT(t)
 
 	// The core provider serves the webhooks of every Cluster, Machine and
-	// MachineDeployment: at zero in the source, the move's pause and label
-	// meet them; at zero in the target, the unpause does.
+	// MachineDeployment: at zero in the source, the move's pause
+	// meets them; at zero in the target, the unpause does.
 	setProviderReplicas(t, env.Source, capiprovider.CoreProvider, 0)
 	setProviderReplicas(t, env.Target, capiprovider.CoreProvider, 0)
 	g.Expect(env.Source.CAPI.Provider(capiprovider.CoreProvider).WaitServing(ctx, false)).To(Succeed())

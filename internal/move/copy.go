@@ -39,6 +39,11 @@ type Copier struct {
 	planCounts map[kindNamespace]int
 	// targetID identifies the target cluster, to recognise earlier copies.
 	targetID types.UID
+	// copies are the target UIDs of the copies this operation made and
+	// recorded before it restored their managed fields (see CopyGroup).
+	copies map[types.UID]bool
+	// recordCopies, when set, records the copies of a group (see OnCopied).
+	recordCopies func(ctx context.Context, group int, uids []types.UID) error
 }
 
 // NewCopier returns a Copier of the plan's objects from source to target for
@@ -50,6 +55,23 @@ func NewCopier(source, target client.Client, plan *graph.Plan, operation string,
 		targetUIDs: map[types.UID]types.UID{},
 		namespaces: map[string]bool{},
 	}
+}
+
+// WithCopies gives the Copier the copies recorded by an earlier run of the
+// same operation (target UIDs), so that it knows them as its own once their
+// managed fields are the source's.
+func (c *Copier) WithCopies(uids map[types.UID]bool) *Copier {
+	c.copies = uids
+	return c
+}
+
+// OnCopied sets what records the copies of a group (their target UIDs) for
+// a later run or a rollback: it is called once every object of the group
+// exists in the target, before their managed fields are restored, which
+// takes away the operation's own entry, the last mark of the copy on it.
+func (c *Copier) OnCopied(record func(ctx context.Context, group int, uids []types.UID) error) *Copier {
+	c.recordCopies = record
+	return c
 }
 
 // CopyResult counts what a CopyGroup did.
@@ -70,7 +92,8 @@ type CopyResult struct {
 // dropped, as the plan warned. Objects of an ownership cycle (the same
 // group) get those references once the whole group exists. Last, each copy
 // gets the source's managed fields, every manager's entry, pointed at the
-// same owners (restoreManagedFields).
+// same owners (restoreManagedFields), once the group's copies are recorded
+// (OnCopied).
 //
 // Objects found in the target when the plan was recorded (FoundInTarget)
 // are used as found. An object that already exists in the target otherwise
@@ -92,12 +115,12 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 	}
 
 	var (
-		mu       sync.Mutex
-		result   CopyResult
-		deferred []deferredOwners
+		mu     sync.Mutex
+		result CopyResult
+		ours   []copied
 	)
 	err := forEachSeq(ctx, c.sources(ctx, objects), c.opts.concurrency(), func(ctx context.Context, item sourceItem) error {
-		created, later, err := c.copyObject(ctx, item.object, item.source)
+		created, copy, err := c.copyObject(ctx, item.object, item.source)
 		if err != nil {
 			return err
 		}
@@ -108,8 +131,8 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 		} else {
 			result.Existing++
 		}
-		if later != nil {
-			deferred = append(deferred, *later)
+		if copy != nil {
+			ours = append(ours, *copy)
 		}
 		return nil
 	})
@@ -119,24 +142,45 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 
 	// Every member of the group exists now: link the owners that are in
 	// the group too (ownership cycles).
-	err = forEach(ctx, deferred, c.opts.concurrency(), func(ctx context.Context, d deferredOwners) error {
+	err = forEach(ctx, ours, c.opts.concurrency(), func(ctx context.Context, d copied) error {
+		if len(d.linkRefs) == 0 {
+			return nil
+		}
 		return c.linkOwners(ctx, d)
 	})
 	if err != nil {
 		return result, fmt.Errorf("linking the owners of group %d in the target: %w", group+1, err)
 	}
+	if c.recordCopies != nil {
+		uids := make([]types.UID, 0, len(ours))
+		for _, d := range ours {
+			uids = append(uids, d.targetUID)
+		}
+		if err := c.recordCopies(ctx, group, uids); err != nil {
+			return result, fmt.Errorf("recording the copies of group %d: %w", group+1, err)
+		}
+	}
+	// Last, the managed fields, which are the last writes of each copy.
+	err = forEach(ctx, ours, c.opts.concurrency(), func(ctx context.Context, d copied) error {
+		return c.restoreManagedFields(ctx, d.object, d.targetUID, d.owners, d.managedFields)
+	})
+	if err != nil {
+		return result, fmt.Errorf("restoring the managed fields of group %d in the target: %w", group+1, err)
+	}
 	logger.V(1).Info("copied group to the target", "created", result.Created, "existing", result.Existing)
 	return result, nil
 }
 
-// deferredOwners are the owner references of an object to set once the
-// owners, created in the same group, exist, and the managed fields to
-// restore after them.
-type deferredOwners struct {
-	object        *graph.Object
-	targetUID     types.UID
-	refs          []metav1.OwnerReference // as in the source, UIDs still the source's
-	owners        map[types.UID]bool      // source UIDs of the owners the copy references
+// copied is a copy this operation made (or made before a restart) of one
+// object: what is left to write once the whole group exists.
+type copied struct {
+	object    *graph.Object
+	targetUID types.UID
+	// linkRefs are the owner references to set once the owners, created in
+	// the same group, exist: as in the source, UIDs still the source's.
+	linkRefs []metav1.OwnerReference
+	// owners are the source UIDs of the owners the copy references.
+	owners        map[types.UID]bool
 	managedFields []metav1.ManagedFieldsEntry
 }
 
@@ -258,9 +302,10 @@ func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
 }
 
 // copyObject creates one object in the target, and returns whether it
-// created it, and the owner references left to link. src is the object as
-// read from the source, or nil to read it here.
-func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (bool, *deferredOwners, error) {
+// created it, and, when the copy is this operation's, what is left to write
+// (nil for an object used as found). src is the object as read from the
+// source, or nil to read it here.
+func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (bool, *copied, error) {
 	if src == nil {
 		src = &unstructured.Unstructured{}
 		src.SetGroupVersionKind(o.GVK)
@@ -311,7 +356,6 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		c.recordUID(o.UID, uid)
 		return false, nil, nil
 	}
-	orig := originalOf(src) // before prepare takes src over
 	obj, managedFields := prepare(src, ownerUIDs)
 
 	created := true
@@ -321,11 +365,12 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	case err == nil:
 	case apierrors.IsAlreadyExists(err):
 		created = false
-		existing, err := getUnstructured(ctx, c.target, o.ObjectRef)
-		if err != nil {
+		existing := &metav1.PartialObjectMetadata{}
+		existing.SetGroupVersionKind(o.GVK)
+		if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
 			return false, nil, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
 		}
-		ours := isOurCopy(existing, orig, c.operation)
+		ours := isOurCopy(existing, c.operation, c.copies)
 		if !ours && !o.Global && !o.InGlobalHierarchy {
 			earlier, err := c.isEarlierCopy(ctx, o, prov, hasProv && srcContent == prov.Content, existing.GetUID())
 			if err != nil {
@@ -360,16 +405,14 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 			return created, nil, err
 		}
 	}
+	// The managed fields wait for the owners of the same group, and for
+	// the group's copies to be recorded: a write that sets them along with
+	// other changes gives those changes to the operator.
+	d := &copied{object: o, targetUID: obj.GetUID(), owners: owners, managedFields: managedFields}
 	if len(sameGroup) > 0 {
-		// The managed fields wait for the owners: a write that sets them
-		// along with other changes gives those changes to the operator.
-		return created, &deferredOwners{object: o, targetUID: obj.GetUID(), refs: allOwnerRefs(obj, sameGroup),
-			owners: owners, managedFields: managedFields}, nil
+		d.linkRefs = allOwnerRefs(obj, sameGroup)
 	}
-	if err := c.restoreManagedFields(ctx, o, obj.GetUID(), owners, managedFields); err != nil {
-		return created, nil, err
-	}
-	return created, nil, nil
+	return created, d, nil
 }
 
 // readAtLeast asks a GET for the object as new as the plan saw it, or newer.
@@ -451,9 +494,9 @@ func allOwnerRefs(obj *unstructured.Unstructured, later []metav1.OwnerReference)
 // linkOwners sets the owner references of an object whose owners were
 // created in its own group, now that their target UIDs are known. The patch
 // names the object's UID, so it never lands on an object that replaced it.
-func (c *Copier) linkOwners(ctx context.Context, d deferredOwners) error {
-	refs := make([]metav1.OwnerReference, 0, len(d.refs))
-	for _, ref := range d.refs {
+func (c *Copier) linkOwners(ctx context.Context, d copied) error {
+	refs := make([]metav1.OwnerReference, 0, len(d.linkRefs))
+	for _, ref := range d.linkRefs {
 		if owner, moves := c.plan.Object(ref.UID); moves {
 			uid, err := c.targetUID(ctx, owner)
 			if err != nil {
@@ -474,7 +517,7 @@ func (c *Copier) linkOwners(ctx context.Context, d deferredOwners) error {
 	if err := retry(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
 		return fmt.Errorf("linking the owners of %s in the target: %w", d.object.ObjectRef, err)
 	}
-	return c.restoreManagedFields(ctx, d.object, d.targetUID, d.owners, d.managedFields)
+	return nil
 }
 
 // restoreManagedFields gives a copy in the target every managed fields entry
@@ -557,21 +600,16 @@ func (c *Copier) targetUID(ctx context.Context, owner *graph.Object) (types.UID,
 	if ok {
 		return uid, nil
 	}
-	obj, err := getUnstructured(ctx, c.target, owner.ObjectRef)
-	if err != nil {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(owner.GVK)
+	if err := retry(ctx, func() error { return c.target.Get(ctx, owner.Key(), obj) }); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("its owner %s is not in the target yet (copy the groups in order)", owner.ObjectRef)
 		}
 		return "", fmt.Errorf("reading its owner %s in the target: %w", owner.ObjectRef, err)
 	}
-	if !owner.Global && !owner.InGlobalHierarchy && !owner.FoundInTarget {
-		src, err := getUnstructured(ctx, c.source, owner.ObjectRef)
-		if err != nil {
-			return "", fmt.Errorf("reading its owner %s in the source: %w", owner.ObjectRef, err)
-		}
-		if !isOurCopy(obj, originalOf(src), c.operation) {
-			return "", &ConflictError{Object: owner.ObjectRef}
-		}
+	if !owner.Global && !owner.InGlobalHierarchy && !owner.FoundInTarget && !isOurCopy(obj, c.operation, c.copies) {
+		return "", &ConflictError{Object: owner.ObjectRef}
 	}
 	c.recordUID(owner.UID, obj.GetUID())
 	return obj.GetUID(), nil

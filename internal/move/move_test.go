@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 )
 
@@ -394,60 +392,23 @@ func TestReconciledStatus(t *testing.T) {
 }
 
 func TestIsOurCopy(t *testing.T) {
-	at := func(sec int) *metav1.Time {
-		return ptr.To(metav1.NewTime(time.Date(2026, 1, 1, 0, 0, sec, 0, time.UTC)))
+	withManager := func(uid types.UID, manager string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{UID: uid, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate}}}
 	}
-	fields := []metav1.ManagedFieldsEntry{
-		{Manager: "capi-topology", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "cluster.x-k8s.io/v1beta2", Time: at(1)},
-		{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "cluster.x-k8s.io/v1beta2", Time: at(2), Subresource: "status"},
-	}
-	source := func() *unstructured.Unstructured {
-		u := sourceMachine()
-		u.SetUID("src")
-		u.SetManagedFields(fields)
-		return u
-	}
-	// restored is the copy once its managed fields are the source's.
-	restored := func(change func(*unstructured.Unstructured)) *unstructured.Unstructured {
-		u := source()
-		u.SetUID("copy")
-		if change != nil {
-			change(u)
-		}
-		return u
-	}
-	created := metav1.ManagedFieldsEntry{Manager: FieldOwner("op-1"), Operation: metav1.ManagedFieldsOperationUpdate, Time: at(9)}
+	recorded := map[types.UID]bool{"restored": true}
 	for _, tc := range []struct {
 		name     string
-		existing *unstructured.Unstructured
-		source   *unstructured.Unstructured
+		existing *metav1.ObjectMeta
 		want     bool
 	}{
-		{"created by the operation, managed fields not restored yet", restored(func(u *unstructured.Unstructured) { u.SetManagedFields([]metav1.ManagedFieldsEntry{created}) }), source(), true},
-		{"restored: the source's entries and content", restored(nil), source(), true},
-		{"restored, an entry the rewrite emptied dropped", restored(func(u *unstructured.Unstructured) { u.SetManagedFields(fields[1:]) }), source(), true},
-		{"created by another operation", restored(func(u *unstructured.Unstructured) {
-			u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: FieldOwner("op-2"), Time: at(9)}})
-		}), source(), false},
-		{"the same managers at other times: made elsewhere", restored(func(u *unstructured.Unstructured) {
-			f := slices.Clone(fields)
-			f[0].Time = at(5)
-			u.SetManagedFields(f)
-		}), source(), false},
-		{"an entry the source does not have", restored(func(u *unstructured.Unstructured) {
-			u.SetManagedFields(append(slices.Clone(fields), metav1.ManagedFieldsEntry{Manager: "kubectl", Time: at(3)}))
-		}), source(), false},
-		{"the same managers, other content", restored(func(u *unstructured.Unstructured) { u.Object["spec"] = map[string]any{"clusterName": "c2"} }), source(), false},
-		{"the same managers, other labels", restored(func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"x": "y"}) }), source(), false},
-		{"no managed fields at all", restored(func(u *unstructured.Unstructured) { u.SetManagedFields(nil) }), source(), false},
-		{"the copy an earlier move made, recorded on the source", restored(nil), func() *unstructured.Unstructured {
-			u := source()
-			u.SetAnnotations(map[string]string{"a": "b", movev1.CopiedToAnnotation: "target/copy/hash"})
-			return u
-		}(), false},
+		{"created by the operation, managed fields not restored yet", withManager("new", FieldOwner("op-1")), true},
+		{"managed fields restored, recorded as the operation's copy", withManager("restored", "capi-topology"), true},
+		{"created by another operation", withManager("other", FieldOwner("op-2")), false},
+		{"there before, or made by somebody else", withManager("theirs", "kubectl"), false},
+		{"no managed fields at all", &metav1.ObjectMeta{UID: "bare"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := isOurCopy(tc.existing, originalOf(tc.source), "op-1"); got != tc.want {
+			if got := isOurCopy(tc.existing, "op-1", recorded); got != tc.want {
 				t.Errorf("isOurCopy = %t, want %t", got, tc.want)
 			}
 		})

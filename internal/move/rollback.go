@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -13,18 +14,18 @@ import (
 
 // Rollback deletes from the target everything this operation created there
 // for the plan: each object of the plan that is this operation's copy
-// (isOurCopy), then the namespaces the operation created (unless objects it
-// did not create have appeared in them). Objects the target had when the
-// plan was recorded, objects created there by anyone else, and copies an
-// earlier move made are left alone, as is a copy whose source object is
-// gone (it is then the only one left). Objects go in the reverse of the
+// (isOurCopy, with the copies it recorded), then the namespaces the
+// operation created (unless objects it did not create have appeared in
+// them). Objects the target had when the plan was recorded, objects created
+// there by anyone else, and copies an earlier move made are left alone.
+// Objects go in the reverse of the
 // plan's creation order, as in the source, so that no object goes before
 // what depends on it (a ClusterClass's webhook refuses its deletion while
 // Clusters use it). Each deletion is the move's own (see DeleteGroup):
 // delete-for-move annotation and finalizers dropped in one patch, then
 // DELETE, both naming the copy's UID. It returns how many objects and
 // namespaces it deleted.
-func Rollback(ctx context.Context, source, target client.Client, ts *graph.Types, plan *graph.Plan, operation string, opts Options) (int, error) {
+func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *graph.Plan, operation string, copies map[types.UID]bool, opts Options) (int, error) {
 	logger := log.FromContext(ctx)
 	var mu sync.Mutex
 	deleted := 0
@@ -36,7 +37,7 @@ func Rollback(ctx context.Context, source, target client.Client, ts *graph.Types
 			}
 		}
 		err := forEach(ctx, candidates, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
-			copied, ok, err := ownCopy(ctx, source, target, o, operation)
+			copied, ok, err := ownCopy(ctx, target, o, operation, copies)
 			if err != nil || !ok {
 				return err
 			}
@@ -79,24 +80,16 @@ func Rollback(ctx context.Context, source, target client.Client, ts *graph.Types
 }
 
 // ownCopy returns the target's object of o's name when it is this
-// operation's copy of o.
-func ownCopy(ctx context.Context, source, target client.Reader, o *graph.Object, operation string) (graph.ObjectRef, bool, error) {
-	copied, err := getUnstructured(ctx, target, o.ObjectRef)
-	if err != nil {
+// operation's copy.
+func ownCopy(ctx context.Context, target client.Reader, o *graph.Object, operation string, copies map[types.UID]bool) (graph.ObjectRef, bool, error) {
+	copied := metadataObject(o.GVK, o.Namespace, o.Name)
+	if err := retry(ctx, func() error { return target.Get(ctx, o.Key(), copied) }); err != nil {
 		if gone(err) {
 			return graph.ObjectRef{}, false, nil
 		}
 		return graph.ObjectRef{}, false, fmt.Errorf("reading %s in the target: %w", o.ObjectRef, err)
 	}
-	src, err := getUnstructured(ctx, source, o.ObjectRef)
-	if err != nil {
-		if gone(err) {
-			log.FromContext(ctx).Info("leaving a copy in the target: its source object is gone, so it is the only one left", "object", o.ObjectRef.String())
-			return graph.ObjectRef{}, false, nil
-		}
-		return graph.ObjectRef{}, false, fmt.Errorf("reading %s in the source: %w", o.ObjectRef, err)
-	}
-	if !isOurCopy(copied, originalOf(src), operation) {
+	if !isOurCopy(copied, operation, copies) {
 		return graph.ObjectRef{}, false, nil
 	}
 	return graph.ObjectRef{GVK: o.GVK, Namespace: o.Namespace, Name: o.Name, UID: copied.GetUID()}, true, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,7 +168,7 @@ func (m *mover) prepare(ctx context.Context) *graph.Plan {
 }
 
 func (m *mover) copy(ctx context.Context, p *graph.Plan, target client.Client) error {
-	return copyAll(m.t, ctx, move.NewCopier(m.source, target, p, m.op, move.Options{}), p)
+	return copyAll(m.t, ctx, newCopier(m.source, target, p, m.op), p)
 }
 
 // delete deletes every group in reverse order.
@@ -398,7 +399,7 @@ func TestAConflictingObjectInTheTargetIsReportedAndRolledBackAround(t *testing.T
 		t.Errorf("error %q does not say %q", err, want)
 	}
 
-	if _, err := move.Rollback(ctx, m.source, m.target, p.Types(), p, m.op, move.Options{}); err != nil {
+	if _, err := move.Rollback(ctx, m.target, p.Types(), p, m.op, copiesOf(m.op), move.Options{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	m.restore(ctx, p.Types())
@@ -531,6 +532,38 @@ func clustersOf(s *snapshot.Snapshot) map[snapshot.Key][]string {
 	}
 	for _, o := range s.Objects {
 		out[o.Key()] = walk(o, map[snapshot.Key]bool{})
+	}
+	return out
+}
+
+// copyRecords stands in for the record of the copies a MoveOperation keeps
+// in the source (internal/planrecord): by operation, the target UIDs of the
+// copies each group made, as the Copier reports them before it restores
+// their managed fields.
+var copyRecords sync.Map // operation -> *sync.Map of types.UID
+
+// newCopier returns a Copier that records its copies, and knows the copies
+// recorded by earlier Copiers of the same operation, as the controller's do.
+func newCopier(source, target client.Client, p *graph.Plan, op string) *move.Copier {
+	return move.NewCopier(source, target, p, op, move.Options{}).
+		WithCopies(copiesOf(op)).
+		OnCopied(func(_ context.Context, _ int, uids []types.UID) error {
+			v, _ := copyRecords.LoadOrStore(op, &sync.Map{})
+			for _, u := range uids {
+				v.(*sync.Map).Store(u, true)
+			}
+			return nil
+		})
+}
+
+// copiesOf returns the copies recorded for an operation.
+func copiesOf(op string) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	if v, ok := copyRecords.Load(op); ok {
+		v.(*sync.Map).Range(func(k, _ any) bool {
+			out[k.(types.UID)] = true
+			return true
+		})
 	}
 	return out
 }

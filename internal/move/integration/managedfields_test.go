@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/move-operator/move-operator/internal/graph"
-	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/test/snapshot"
 )
 
@@ -106,7 +105,7 @@ func TestCopyKeepsEveryFieldManagerWithOwnerUIDsRewritten(t *testing.T) {
 	if o, ok := p.Object(child.GetUID()); !ok || o.Group <= mustObject(t, p, owner.GetUID()).Group {
 		t.Fatalf("plan: want the child copied after its owner:\n%s", p)
 	}
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 
@@ -145,7 +144,7 @@ func TestCopyKeepsUpdateManagersWithoutAnApplyManager(t *testing.T) {
 	managedBy(t, ctx, source, cm, "other-controller", false, "updated")
 
 	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 	before, _ := get(ctx, source, configMapGVK, ns, "cm")
@@ -175,7 +174,7 @@ func TestAnOwnershipCycleKeepsTheApplyManagersOwnerReferences(t *testing.T) {
 	if len(p.Groups) != 1 || p.Len() != 2 {
 		t.Fatalf("plan: want both ConfigMaps in one group:\n%s", p)
 	}
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 	ta, _ := get(ctx, target, configMapGVK, ns, "a")
@@ -220,14 +219,14 @@ func TestACopyResumedAfterACrashRestoresTheManagedFields(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	if err := copyAll(t, ctx, move.NewCopier(source, crashing, p, op, move.Options{}), p); !errors.Is(err, crash) {
+	if err := copyAll(t, ctx, newCopier(source, crashing, p, op), p); !errors.Is(err, crash) {
 		t.Fatalf("copying until the crash: %v, want the crash", err)
 	}
 	if got, err := get(ctx, target, configMapGVK, ns, "cm"); err != nil || len(got.GetManagedFields()) != 1 {
 		t.Fatalf("before the resume the copy should exist with the creator's entry alone: %v, %v", err, got.GetManagedFields())
 	}
 
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("resuming the copy: %v", err)
 	}
 	before, _ := get(ctx, source, configMapGVK, ns, "cm")
@@ -267,7 +266,7 @@ func TestSnapshotsCompareManagersAndFindUIDsThatNameNothing(t *testing.T) {
 		metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.GetUID(), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)})
 	managedBy(t, ctx, source, child, "other-controller", false, "updated")
 	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 	take := func(c client.Reader) *snapshot.Snapshot {

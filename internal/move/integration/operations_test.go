@@ -159,7 +159,7 @@ func TestCopyReportsAConflictingObjectByName(t *testing.T) {
 	create(t, ctx, target, configMap(ns, "theirs"))
 
 	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
-	err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p)
+	err := copyAll(t, ctx, newCopier(source, target, p, op), p)
 	var conflict *move.ConflictError
 	if !errors.As(err, &conflict) {
 		t.Fatalf("CopyGroup: %v, want a ConflictError", err)
@@ -170,7 +170,7 @@ func TestCopyReportsAConflictingObjectByName(t *testing.T) {
 
 	// Rolling back removes what the copy created and leaves the other
 	// object, and the namespace holding it, alone.
-	if _, err := move.Rollback(ctx, source, target, p.Types(), p, op, move.Options{}); err != nil {
+	if _, err := move.Rollback(ctx, target, p.Types(), p, op, copiesOf(op), move.Options{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	if _, err := get(ctx, target, configMapGVK, ns, "mine"); err == nil {
@@ -191,13 +191,13 @@ func TestRollbackDeletesTheNamespacesTheCopyCreated(t *testing.T) {
 	op := operation()
 	create(t, ctx, source, configMap(ns, "cm", forceMove))
 	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 	if got, err := get(ctx, target, namespaceGVK, "", ns); err != nil || !slices.ContainsFunc(got.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager == move.FieldOwner(op) }) {
 		t.Fatalf("the copy did not create namespace %s with the operation's field manager: %v (%v)", ns, got.GetManagedFields(), err)
 	}
-	n, err := move.Rollback(ctx, source, target, p.Types(), p, op, move.Options{})
+	n, err := move.Rollback(ctx, target, p.Types(), p, op, copiesOf(op), move.Options{})
 	if err != nil || n != 2 {
 		t.Fatalf("Rollback: %d deleted, %v; want the ConfigMap and the namespace", n, err)
 	}
@@ -217,7 +217,7 @@ func TestCopyKeepsServerSideApplyOwnership(t *testing.T) {
 		t.Fatalf("applying: %v", err)
 	}
 	p := plan(t, ctx, source, []string{ns}, graph.Selection{})
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 	before, _ := get(ctx, source, configMapGVK, ns, "applied")
@@ -378,7 +378,7 @@ func TestAnOwnershipCycleIsLinkedOnceTheGroupExists(t *testing.T) {
 	if len(p.Groups) != 1 || p.Len() != 2 {
 		t.Fatalf("plan: want both ConfigMaps in one group:\n%s", p)
 	}
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 	ta, _ := get(ctx, target, configMapGVK, ns, "a")
@@ -441,7 +441,7 @@ func TestAGlobalObjectAlreadyInTheTargetIsUsedAsFound(t *testing.T) {
 		t.Fatalf("the identity the target has is not found there")
 	}
 	before, _ := get(ctx, target, targetIdentity.GroupVersionKind(), "", name)
-	if err := copyAll(t, ctx, move.NewCopier(source, target, p, op, move.Options{}), p); err != nil {
+	if err := copyAll(t, ctx, newCopier(source, target, p, op), p); err != nil {
 		t.Fatalf("copying: %v", err)
 	}
 	got, err := get(ctx, target, credentials.GroupVersionKind(), fleet.ProviderNamespace, credentials.GetName())
@@ -456,7 +456,7 @@ func TestAGlobalObjectAlreadyInTheTargetIsUsedAsFound(t *testing.T) {
 		t.Errorf("the identity found in the target was changed: resourceVersion %s, was %s", found.GetResourceVersion(), before.GetResourceVersion())
 	}
 
-	if _, err := move.Rollback(ctx, source, target, p.Types(), p, op, move.Options{}); err != nil {
+	if _, err := move.Rollback(ctx, target, p.Types(), p, op, copiesOf(op), move.Options{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	if _, err := get(ctx, target, targetIdentity.GroupVersionKind(), "", name); err != nil {
