@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -162,10 +163,12 @@ func TestAConflictingObjectInTheTargetRollsTheMoveBack(t *testing.T) {
 	g.Expect(string(left.Data["value"])).To(Equal("not the moved one"), "the rollback must never delete what the move did not create")
 }
 
-// An object created in a moved hierarchy while the move copies, by a writer
-// the move does not stop (a kind no stopped webhook guards, here a Secret
-// owned by the moved Cluster), is found before the point of no return: the
-// move reads the source again after its last group and rolls back.
+// While the move copies, nobody but the operator gets past the stopped
+// providers' webhooks: a Machine created then by another identity (a
+// provider that ignores pause) is refused. An object of a kind no stopped
+// webhook guards (here a Secret owned by the moved Cluster) is created, and
+// found before the point of no return: the move reads the source again
+// after its last group and rolls back.
 func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
 	rc := newRollbackCase(t, "rogue")
 	ctx := context.Background()
@@ -174,6 +177,13 @@ func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
 	cluster := &clusterv1.Cluster{}
 	g.Expect(env.Source.Client.Get(ctx, client.ObjectKey{Namespace: wc.Namespace, Name: wc.Name}, cluster)).To(Succeed())
 	rogue := snapshot.Key{Kind: "Secret", Namespace: wc.Namespace, Name: wc.Name + "-rogue"}
+	machines := &clusterv1.MachineList{}
+	g.Expect(env.Source.Client.List(ctx, machines, client.InNamespace(wc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: wc.Name})).To(Succeed())
+	g.Expect(machines.Items).NotTo(BeEmpty())
+	rogueMachine := machines.Items[0].DeepCopy()
+	rogueMachine.ObjectMeta = metav1.ObjectMeta{Namespace: wc.Namespace, Name: rogueMachine.Name + "-rogue", Labels: rogueMachine.Labels, OwnerReferences: rogueMachine.OwnerReferences}
+	rogueMachine.Status = clusterv1.MachineStatus{}
+	var machineErr atomic.Value // the error creating the rogue Machine, as a string
 
 	var once sync.Once
 	startOperator(t, operatorOptions{onWrite: func(cluster_, verb string, obj client.Object) {
@@ -188,11 +198,13 @@ func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
 			if err := env.Source.Client.Create(ctx, s); err != nil {
 				t.Errorf("creating the rogue Secret: %v", err)
 			}
+			machineErr.Store(fmt.Sprint(env.Source.Client.Create(ctx, rogueMachine)))
 		})
 	}})
 	mo := newMoveOperation(t, rc.ops, "rogue", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
 	rc.assertRolledBack(mo, movev1alpha1.ReasonObjectsChanged, rogue)
 	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring(rogue.Name))
+	g.Expect(machineErr.Load()).To(ContainSubstring("webhook"), "the stopped provider's webhook refuses everyone but the operator")
 }
 
 func TestAnUnreachableTargetDuringCopyingRollsTheMoveBackOnceItIsBack(t *testing.T) {
