@@ -33,9 +33,9 @@ import (
 //
 // It keeps nothing in memory that a move needs in order to continue: the
 // MoveOperation's status, the annotations on Deployments and webhook
-// configurations and the labels on moved objects are the only memory. The
-// plans it caches between reconciles are rebuilt from the clusters after a
-// restart.
+// configurations and the record of the plan and of the copies
+// (internal/planrecord) are the only memory. The plans it caches between
+// reconciles are read back from the clusters after a restart.
 type MoveOperationReconciler struct {
 	// Client reads MoveOperations (from the manager's cache) and writes them.
 	Client client.Client

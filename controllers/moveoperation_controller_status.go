@@ -64,7 +64,7 @@ func setConditions(s *scope, now time.Time) {
 			set(step.condition, metav1.ConditionFalse, mo.Status.FailureReason, mo.Status.FailureMessage)
 		case step.phase == movev1alpha1.PhaseRollingBack && entered[step.phase] && phase == movev1alpha1.PhaseFailed:
 			set(step.condition, metav1.ConditionTrue, movev1alpha1.ReasonSucceeded,
-				"both clusters are back as they were before the move: objects created in the target deleted, controllers and webhooks restored, source objects unlabelled and unpaused")
+				"both clusters are back as they were before the move: objects created in the target deleted, controllers and webhooks restored, source objects unpaused")
 		case entered[step.phase]:
 			set(step.condition, metav1.ConditionTrue, movev1alpha1.ReasonSucceeded, fmt.Sprintf("%s completed", step.phase))
 		}

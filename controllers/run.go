@@ -40,6 +40,11 @@ type run struct {
 	deletedBefore, deletedGroupsBefore int32
 	deleted, deletedGroups             int32
 
+	// targetValidated is set once the moved objects were checked with the
+	// target's webhooks (a reconcile that reads a stale MoveOperation from
+	// the cache repeats RestoringTarget's last steps; the check need not).
+	targetValidated bool
+
 	// sourceRestored is set once a rollback has restored the source.
 	sourceRestored bool
 	// targetCleared is set once a rollback has deleted what the move

@@ -26,7 +26,8 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	if mode == "" {
 		mode = movev1alpha1.TargetValidationSample
 	}
-	if mode == movev1alpha1.TargetValidationNone {
+	run := r.runFor(mo.UID)
+	if mode == movev1alpha1.TargetValidationNone || run.targetValidated {
 		return
 	}
 	plan, err := r.recordedPlan(ctx, mo)
@@ -40,6 +41,7 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	}
 	began := time.Now()
 	refusals, err := move.ValidateInTarget(ctx, target, objects, r.Move)
+	run.targetValidated = err == nil
 	log.FromContext(ctx).Info("checked the moved objects with the target's webhooks", "mode", string(mode),
 		"objects", len(objects), "refused", len(refusals), "duration", time.Since(began).Round(time.Millisecond).String())
 	if err != nil {

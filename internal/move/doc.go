@@ -1,11 +1,13 @@
 // Package move holds the operations a MoveOperation's phases perform on the
-// two clusters: pause and unpause, wait for block-move to clear, label and
-// unlabel, copy one creation group to the target, delete one group from the
-// source, check provisioning, and roll the target back.
+// two clusters: pause and unpause, wait for block-move to clear, copy one
+// creation group to the target, delete one group from the source, check
+// provisioning, check the copies with the target's webhooks, and roll the
+// target back.
 //
 // Every operation is idempotent and safe to repeat after a crash at any
 // point, because it decides what to do from what the clusters hold (the
-// operation label, the paused-by annotation, the objects' UIDs) and never
+// operation's field manager on its copies, the copies it recorded, the
+// paused-by annotation, the objects' UIDs) and never
 // from memory of a previous attempt: an object this operation already
 // created is progress, an object already deleted is progress, a pause it
 // already made is recognised as its own.

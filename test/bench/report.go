@@ -363,8 +363,9 @@ func (r *report) webhooks() table {
 		header: []string{"N", "mover", "source calls", "source latency s", "target calls", "target latency s", "rejections"},
 		note: "From apiserver_admission_webhook_admission_duration_seconds (latency summed over the calls, so concurrent calls add up) " +
 			"and apiserver_admission_webhook_rejection_count. " +
-			"The operator bypasses the webhooks of the controllers it stops for the objects in flight, then updates every moved object " +
-			"in the target through them once (unlabelling); the baseline runs with no webhooks at all.",
+			"The operator's own requests skip the webhooks of the controllers it stops (a matchCondition on its username); once the " +
+			"target's controllers are back it sends a sample of the moved objects (spec.targetValidation) through them as dry-run " +
+			"updates; the baseline runs with no webhooks at all.",
 	}
 	for _, n := range r.sizes() {
 		for _, tool := range tools {
