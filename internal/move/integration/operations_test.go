@@ -352,15 +352,6 @@ func TestDiscoverReadsPageByPage(t *testing.T) {
 	}
 }
 
-func objectNames(p *graph.Plan) []string {
-	var out []string
-	for _, o := range p.Objects() {
-		out = append(out, o.Name)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func TestAnOwnershipCycleIsLinkedOnceTheGroupExists(t *testing.T) {
 	ctx := testContext(t)
 	source, target := clients(t)
