@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -33,9 +34,12 @@ var (
 type recorder struct {
 	keep func(namespace, name string) bool
 
-	mu      sync.Mutex
-	last    map[snapshot.Key]*unstructured.Unstructured
-	first   map[snapshot.Key]*unstructured.Unstructured
+	mu    sync.Mutex
+	last  map[snapshot.Key]*unstructured.Unstructured
+	first map[snapshot.Key]*unstructured.Unstructured
+	// latest is the latest state of each copy in the target, to tell a
+	// write that changed only its managed fields.
+	latest  map[snapshot.Key]*unstructured.Unstructured
 	watches []watch.Interface
 	wg      sync.WaitGroup
 }
@@ -43,7 +47,7 @@ type recorder struct {
 // startRecorder opens one watch per kind in each cluster. A watch opened
 // without a resourceVersion first lists what exists, as ADDED events.
 func startRecorder(ctx context.Context, source, target *rest.Config, kinds []schema.GroupVersionKind, keep func(namespace, name string) bool) (*recorder, error) {
-	r := &recorder{keep: keep, last: map[snapshot.Key]*unstructured.Unstructured{}, first: map[snapshot.Key]*unstructured.Unstructured{}}
+	r := newRecorder(keep)
 	for _, side := range []struct {
 		cfg    *rest.Config
 		record func(watch.Event)
@@ -94,17 +98,51 @@ func (r *recorder) recordSource(ev watch.Event) {
 	}
 }
 
+func newRecorder(keep func(namespace, name string) bool) *recorder {
+	return &recorder{keep: keep, last: map[snapshot.Key]*unstructured.Unstructured{},
+		first: map[snapshot.Key]*unstructured.Unstructured{}, latest: map[snapshot.Key]*unstructured.Unstructured{}}
+}
+
+// recordTarget keeps the copy as the mover made it: the state it was
+// created with, and the managed fields of a later write that changed
+// nothing else. Both movers restore the source's managed fields that way,
+// in a write of their own right after the create (the API server keeps the
+// managed fields a request sets only when it changes nothing else, so they
+// cannot come with the create); a controller's write changes fields, not
+// only who manages them.
 func (r *recorder) recordTarget(ev watch.Event) {
-	if ev.Type != watch.Added {
+	if ev.Type != watch.Added && ev.Type != watch.Modified {
 		return
 	}
-	if u, key, ok := r.object(ev); ok {
-		r.mu.Lock()
-		if _, seen := r.first[key]; !seen {
-			r.first[key] = u
-		}
-		r.mu.Unlock()
+	u, key, ok := r.object(ev)
+	if !ok {
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.latest[key]
+	r.latest[key] = u
+	first, seen := r.first[key]
+	switch {
+	case !seen && ev.Type == watch.Added:
+		r.first[key] = u
+	case seen && prev != nil && onlyManagedFieldsChanged(prev, u):
+		restored := first.DeepCopy()
+		restored.SetManagedFields(u.GetManagedFields())
+		r.first[key] = restored
+	}
+}
+
+// onlyManagedFieldsChanged reports whether b follows a by a write that
+// changed nothing but the managed fields.
+func onlyManagedFieldsChanged(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		u = u.DeepCopy()
+		u.SetManagedFields(nil)
+		u.SetResourceVersion("")
+		return u.Object
+	}
+	return !reflect.DeepEqual(a.GetManagedFields(), b.GetManagedFields()) && reflect.DeepEqual(strip(a), strip(b))
 }
 
 // stop closes the watches and waits until their events are recorded.
