@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -38,10 +40,12 @@ type recorder struct {
 	last  map[snapshot.Key]*unstructured.Unstructured
 	first map[snapshot.Key]*unstructured.Unstructured
 	// latest is the latest state of each copy in the target, to tell a
-	// write that changed only its managed fields.
-	latest  map[snapshot.Key]*unstructured.Unstructured
-	watches []watch.Interface
-	wg      sync.WaitGroup
+	// write that changed only its managed fields; restores are those
+	// writes, with when they were seen.
+	latest   map[snapshot.Key]*unstructured.Unstructured
+	restores map[snapshot.Key][]managedFieldsWrite
+	watches  []watch.Interface
+	wg       sync.WaitGroup
 }
 
 // startRecorder opens one watch per kind in each cluster. A watch opened
@@ -100,16 +104,23 @@ func (r *recorder) recordSource(ev watch.Event) {
 
 func newRecorder(keep func(namespace, name string) bool) *recorder {
 	return &recorder{keep: keep, last: map[snapshot.Key]*unstructured.Unstructured{},
-		first: map[snapshot.Key]*unstructured.Unstructured{}, latest: map[snapshot.Key]*unstructured.Unstructured{}}
+		first: map[snapshot.Key]*unstructured.Unstructured{}, latest: map[snapshot.Key]*unstructured.Unstructured{},
+		restores: map[snapshot.Key][]managedFieldsWrite{}}
 }
 
-// recordTarget keeps the copy as the mover made it: the state it was
-// created with, and the managed fields of a later write that changed
-// nothing else. Both movers restore the source's managed fields that way,
-// in a write of their own right after the create (the API server keeps the
-// managed fields a request sets only when it changes nothing else, so they
-// cannot come with the create); a controller's write changes fields, not
-// only who manages them.
+// managedFieldsWrite is a write to a copy that changed nothing but its
+// managed fields.
+type managedFieldsWrite struct {
+	seen   time.Time
+	fields []metav1.ManagedFieldsEntry
+}
+
+// recordTarget keeps the state each copy was created with, and the writes
+// that later changed only its managed fields: both movers restore the
+// source's managed fields that way, in a write of their own right after
+// the create (the API server keeps the managed fields a request sets only
+// when it changes nothing else, so they cannot come with the create).
+// differences takes those seen before the mover was done as the mover's.
 func (r *recorder) recordTarget(ev watch.Event) {
 	if ev.Type != watch.Added && ev.Type != watch.Modified {
 		return
@@ -122,14 +133,12 @@ func (r *recorder) recordTarget(ev watch.Event) {
 	defer r.mu.Unlock()
 	prev := r.latest[key]
 	r.latest[key] = u
-	first, seen := r.first[key]
+	_, seen := r.first[key]
 	switch {
 	case !seen && ev.Type == watch.Added:
 		r.first[key] = u
 	case seen && prev != nil && onlyManagedFieldsChanged(prev, u):
-		restored := first.DeepCopy()
-		restored.SetManagedFields(u.GetManagedFields())
-		r.first[key] = restored
+		r.restores[key] = append(r.restores[key], managedFieldsWrite{seen: time.Now(), fields: u.GetManagedFields()})
 	}
 }
 
@@ -159,11 +168,15 @@ type copyDiff struct {
 	Diff string
 }
 
-// differences compares each copy the mover created in the target with the
-// last state of its original in the source, leaving out what a mover must
-// write (comparable returns what is compared). Objects the source held but
-// the target never got are reported as missing.
-func (r *recorder) differences() []copyDiff {
+// differences compares each copy the mover created in the target, with
+// the managed fields of the last write before done that changed only
+// them (done is when the mover had copied everything, before the target's
+// controllers take over: a controller that later re-applies an owner
+// reference changes only managed fields too), with the last state of its
+// original in the source, leaving out what a mover must write (comparable
+// returns what is compared). Objects the source held but the target never
+// got are reported as missing.
+func (r *recorder) differences(done time.Time) []copyDiff {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []copyDiff
@@ -175,6 +188,12 @@ func (r *recorder) differences() []copyDiff {
 		if !ok {
 			out = append(out, copyDiff{Key: key, Diff: "never created in the target"})
 			continue
+		}
+		for _, w := range r.restores[key] {
+			if w.seen.Before(done) {
+				cp = cp.DeepCopy()
+				cp.SetManagedFields(w.fields)
+			}
 		}
 		if d := cmp.Diff(comparable(original), comparable(cp)); d != "" {
 			out = append(out, copyDiff{Key: key, Diff: d})
