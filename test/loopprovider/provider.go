@@ -83,7 +83,7 @@ func (s *Switches) IgnorePause() bool { return s != nil && s.ignorePause.Load() 
 // Tinkerbell provider was before tinkerbell/cluster-api-provider-tinkerbell#460
 // (its power-off jobs ran when a move deleted the source's
 // TinkerbellMachines) and as kubernetes-sigs/cluster-api-provider-vsphere#2510
-// found of VSphereMachine. Off (the default) is a well-behaved provider.
+// noted of VSphereMachine. Off (the default) is a well-behaved provider.
 func (s *Switches) SetDeleteIgnoresMove(on bool) { s.deleteIgnoresMove.Store(on) }
 
 // DeleteIgnoresMove reports the switch.

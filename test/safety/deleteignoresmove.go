@@ -22,10 +22,11 @@ import (
 // its finalizers, so a provider sees the object with a deletion timestamp
 // for a moment; the Tinkerbell provider, which did not check pause there,
 // took that for a real deletion and started the power-off jobs of the
-// machines being moved. kubernetes-sigs/cluster-api-provider-vsphere#2510
-// found the same shape in CAPV (VSphereMachine guarded only its normal
-// reconcile with pause), and #783 there is the older report of a control
-// plane VM powered off during a move.
+// machines being moved. kubernetes-sigs/cluster-api-provider-vsphere#2510,
+// an audit of CAPV's pause handling, noted the same shape there
+// (VSphereMachine guarded only its normal reconcile with pause), and #783
+// there is the older report of a control plane VM powered off during a
+// move.
 //
 // What is reproduced: the source's loop provider guards only its normal
 // path with pause and ignores clusterctl's delete-for-move mark
