@@ -24,7 +24,10 @@
 // Pause: like any provider, the controllers skip objects whose Cluster has
 // spec.paused or which carry cluster.x-k8s.io/paused, unless
 // Switches.SetIgnorePause(true): then they act on paused objects, as users
-// have reported of real providers. Cloud calls can be held open from the
+// have reported of real providers; unless Switches.SetDeleteIgnoresMove(true):
+// then the delete path runs for paused objects and ignores delete-for-move,
+// so a move's deletion of the source's copy powers off and deletes the VMs,
+// as a provider that guards only its normal path with pause does. Cloud calls can be held open from the
 // test (cloud.Cloud.Hold): a reconcile stays in flight until released,
 // whatever its context says, and then records what the cloud did even
 // during a graceful shutdown (a provider that dropped the result of a call

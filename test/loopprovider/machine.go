@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -147,7 +146,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, cluster *cluste
 }
 
 func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *unstructured.Unstructured) error {
-	if _, moving := lm.GetAnnotations()[clusterctlv1.DeleteForMoveAnnotation]; !moving {
+	if !r.deletedForMove(lm) {
 		name := vmName(lm.GetNamespace(), lm.GetName())
 		if providerID, _, _ := unstructured.NestedString(lm.Object, "spec", "providerID"); providerID != "" {
 			name = strings.TrimPrefix(providerID, ProviderIDPrefix)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,7 +76,7 @@ func (r *machinePoolReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		return ctrl.Result{}, nil
 	}
 	if !lmp.GetDeletionTimestamp().IsZero() {
-		if _, moving := lmp.GetAnnotations()[clusterctlv1.DeleteForMoveAnnotation]; !moving {
+		if !r.deletedForMove(lmp) {
 			if err := r.deleteVMs(ctx, MachinePoolKind, lmp, r.poolVMs(lmp, -1)); err != nil {
 				return ctrl.Result{}, err
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,7 +63,8 @@ type Options struct {
 // Switches change the provider's behaviour while it runs. The zero value is
 // a well-behaved provider.
 type Switches struct {
-	ignorePause atomic.Bool
+	ignorePause       atomic.Bool
+	deleteIgnoresMove atomic.Bool
 }
 
 // SetIgnorePause makes the provider act on paused objects (true), as some
@@ -71,6 +73,21 @@ func (s *Switches) SetIgnorePause(on bool) { s.ignorePause.Store(on) }
 
 // IgnorePause reports the switch.
 func (s *Switches) IgnorePause() bool { return s != nil && s.ignorePause.Load() }
+
+// SetDeleteIgnoresMove makes the provider's delete path run for paused
+// objects and take a move's deletion (clusterctl.cluster.x-k8s.io/delete-for-move)
+// for a real one (true): a deleted LoopMachine or LoopMachinePool has its VMs
+// powered off and deleted whatever the pause and the mark say, while the
+// normal path still respects pause. That is a provider that guards only its
+// normal path with pause and never heard of delete-for-move, as the
+// Tinkerbell provider was before tinkerbell/cluster-api-provider-tinkerbell#460
+// (its power-off jobs ran when a move deleted the source's
+// TinkerbellMachines) and as kubernetes-sigs/cluster-api-provider-vsphere#2510
+// noted of VSphereMachine. Off (the default) is a well-behaved provider.
+func (s *Switches) SetDeleteIgnoresMove(on bool) { s.deleteIgnoresMove.Store(on) }
+
+// DeleteIgnoresMove reports the switch.
+func (s *Switches) DeleteIgnoresMove() bool { return s != nil && s.deleteIgnoresMove.Load() }
 
 // Activity counts the provider's reconciles, for tests that must know none
 // is in flight.
@@ -159,13 +176,32 @@ func (b base) caller(kind string, obj client.Object) cloud.Caller {
 
 // paused reports whether the provider must leave obj alone.
 func (b base) paused(cluster *clusterv1.Cluster, obj client.Object) bool {
+	if b.deletesRegardless(obj) {
+		return false
+	}
 	return !b.opts.Switches.IgnorePause() && annotations.IsPaused(cluster, obj)
+}
+
+// deletesRegardless reports whether obj is being deleted and the provider's
+// delete path runs whatever the pause says (Switches.DeleteIgnoresMove).
+func (b base) deletesRegardless(obj client.Object) bool {
+	return b.opts.Switches.DeleteIgnoresMove() && !obj.GetDeletionTimestamp().IsZero()
+}
+
+// deletedForMove reports whether a deleted obj is only leaving for another
+// management cluster, so its VMs must stay: it carries clusterctl's
+// delete-for-move mark, and the provider reads it.
+func (b base) deletedForMove(obj client.Object) bool {
+	_, marked := obj.GetAnnotations()[clusterctlv1.DeleteForMoveAnnotation]
+	return marked && !b.opts.Switches.DeleteIgnoresMove()
 }
 
 // notPaused filters events of paused objects, as predicates.ResourceNotPaused
 // does, unless the provider ignores pause.
 func (b base) notPaused() predicate.Funcs {
-	keep := func(o client.Object) bool { return b.opts.Switches.IgnorePause() || !annotations.HasPaused(o) }
+	keep := func(o client.Object) bool {
+		return b.opts.Switches.IgnorePause() || b.deletesRegardless(o) || !annotations.HasPaused(o)
+	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return keep(e.Object) },
 		UpdateFunc:  func(e event.UpdateEvent) bool { return keep(e.ObjectNew) },

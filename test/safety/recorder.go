@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -33,17 +36,22 @@ var (
 type recorder struct {
 	keep func(namespace, name string) bool
 
-	mu      sync.Mutex
-	last    map[snapshot.Key]*unstructured.Unstructured
-	first   map[snapshot.Key]*unstructured.Unstructured
-	watches []watch.Interface
-	wg      sync.WaitGroup
+	mu    sync.Mutex
+	last  map[snapshot.Key]*unstructured.Unstructured
+	first map[snapshot.Key]*unstructured.Unstructured
+	// latest is the latest state of each copy in the target, to tell a
+	// write that changed only its managed fields; restores are those
+	// writes, with when they were seen.
+	latest   map[snapshot.Key]*unstructured.Unstructured
+	restores map[snapshot.Key][]managedFieldsWrite
+	watches  []watch.Interface
+	wg       sync.WaitGroup
 }
 
 // startRecorder opens one watch per kind in each cluster. A watch opened
 // without a resourceVersion first lists what exists, as ADDED events.
 func startRecorder(ctx context.Context, source, target *rest.Config, kinds []schema.GroupVersionKind, keep func(namespace, name string) bool) (*recorder, error) {
-	r := &recorder{keep: keep, last: map[snapshot.Key]*unstructured.Unstructured{}, first: map[snapshot.Key]*unstructured.Unstructured{}}
+	r := newRecorder(keep)
 	for _, side := range []struct {
 		cfg    *rest.Config
 		record func(watch.Event)
@@ -94,17 +102,56 @@ func (r *recorder) recordSource(ev watch.Event) {
 	}
 }
 
+func newRecorder(keep func(namespace, name string) bool) *recorder {
+	return &recorder{keep: keep, last: map[snapshot.Key]*unstructured.Unstructured{},
+		first: map[snapshot.Key]*unstructured.Unstructured{}, latest: map[snapshot.Key]*unstructured.Unstructured{},
+		restores: map[snapshot.Key][]managedFieldsWrite{}}
+}
+
+// managedFieldsWrite is a write to a copy that changed nothing but its
+// managed fields.
+type managedFieldsWrite struct {
+	seen   time.Time
+	fields []metav1.ManagedFieldsEntry
+}
+
+// recordTarget keeps the state each copy was created with, and the writes
+// that later changed only its managed fields: both movers restore the
+// source's managed fields that way, in a write of their own right after
+// the create (the API server keeps the managed fields a request sets only
+// when it changes nothing else, so they cannot come with the create).
+// differences takes those seen before the mover was done as the mover's.
 func (r *recorder) recordTarget(ev watch.Event) {
-	if ev.Type != watch.Added {
+	if ev.Type != watch.Added && ev.Type != watch.Modified {
 		return
 	}
-	if u, key, ok := r.object(ev); ok {
-		r.mu.Lock()
-		if _, seen := r.first[key]; !seen {
-			r.first[key] = u
-		}
-		r.mu.Unlock()
+	u, key, ok := r.object(ev)
+	if !ok {
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.latest[key]
+	r.latest[key] = u
+	_, seen := r.first[key]
+	switch {
+	case !seen && ev.Type == watch.Added:
+		r.first[key] = u
+	case seen && prev != nil && onlyManagedFieldsChanged(prev, u):
+		r.restores[key] = append(r.restores[key], managedFieldsWrite{seen: time.Now(), fields: u.GetManagedFields()})
+	}
+}
+
+// onlyManagedFieldsChanged reports whether b follows a by a write that
+// changed nothing but the managed fields.
+func onlyManagedFieldsChanged(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		u = u.DeepCopy()
+		u.SetManagedFields(nil)
+		u.SetResourceVersion("")
+		return u.Object
+	}
+	return !reflect.DeepEqual(a.GetManagedFields(), b.GetManagedFields()) && reflect.DeepEqual(strip(a), strip(b))
 }
 
 // stop closes the watches and waits until their events are recorded.
@@ -121,11 +168,15 @@ type copyDiff struct {
 	Diff string
 }
 
-// differences compares each copy the mover created in the target with the
-// last state of its original in the source, leaving out what a mover must
-// write (comparable returns what is compared). Objects the source held but
-// the target never got are reported as missing.
-func (r *recorder) differences() []copyDiff {
+// differences compares each copy the mover created in the target, with
+// the managed fields of the last write before done that changed only
+// them (done is when the mover had copied everything, before the target's
+// controllers take over: a controller that later re-applies an owner
+// reference changes only managed fields too), with the last state of its
+// original in the source, leaving out what a mover must write (comparable
+// returns what is compared). Objects the source held but the target never
+// got are reported as missing.
+func (r *recorder) differences(done time.Time) []copyDiff {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []copyDiff
@@ -137,6 +188,12 @@ func (r *recorder) differences() []copyDiff {
 		if !ok {
 			out = append(out, copyDiff{Key: key, Diff: "never created in the target"})
 			continue
+		}
+		for _, w := range r.restores[key] {
+			if w.seen.Before(done) {
+				cp = cp.DeepCopy()
+				cp.SetManagedFields(w.fields)
+			}
 		}
 		if d := cmp.Diff(comparable(original), comparable(cp)); d != "" {
 			out = append(out, copyDiff{Key: key, Diff: d})

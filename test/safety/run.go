@@ -166,7 +166,11 @@ func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
 		r.sequence = l.sequence(log, tl, mark, keep)
 		return r
 	}
-	r.copyDiffs = rec.differences()
+	copied := tl.Reached(copiedStep(m))
+	if copied.IsZero() {
+		copied = tl.Ended
+	}
+	r.copyDiffs = rec.differences(copied)
 	for _, d := range r.copyDiffs {
 		say("  copy differs: %s\n%s", d.Key, d.Diff)
 	}
@@ -181,10 +185,6 @@ func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
 	settling.Wait()
 	log.add("settle: %t %s", r.settled, r.settleNote)
 	r.sequence = l.sequence(log, tl, mark, keep)
-	copied := tl.Reached(copiedStep(m))
-	if copied.IsZero() {
-		copied = tl.Ended
-	}
 	l.count(&r, mark, keep, read(), copied, arm)
 	for _, w := range r.lateWrites {
 		r.sequence = append(r.sequence, "late write: "+w.String())

@@ -68,6 +68,8 @@ func allScenarios() []scenario {
 			arm: armIgnorePause(func(l *lab) *loopprovider.Switches { return l.env.Target.CAPI.LoopSwitches() })},
 		{id: "e", title: "node turns unhealthy", setup: "As the move starts, a worker Node's Ready condition turns Unknown in the workload cluster, its last transition set so that the MachineHealthCheck's 300 s timeout runs out 15 s into the move; it stays Unknown. The right outcome is one remediation, in the target, after the move: that Machine and its VM replaced once (the replacement's Node joins when its VM exists). Those are not counted; anything more is.",
 			arm: armUnhealthyNode},
+		{id: "f", title: "delete path ignores the move", setup: "A case from a provider's tracker, [tinkerbell/cluster-api-provider-tinkerbell#460](https://github.com/tinkerbell/cluster-api-provider-tinkerbell/pull/460) (\"Improve pause handling implementation on the controllers\"): since clusterctl deletes each source object before removing its finalizers (Cluster API v1.9.5, kubernetes-sigs/cluster-api#11812), the Tinkerbell provider, which did not check pause on that path, took the move's deletion of its TinkerbellMachines for a real one and powered the machines off. Here the source's loop provider does the same from before the move until it ends (`Switches.SetDeleteIgnoresMove`: its delete path ignores pause and `delete-for-move`; its normal path still respects pause). Whether it acts depends, as for the reporters, on its reconcile reaching the object between the mover's delete and its finalizer removal. A powered-off VM's Node turns Ready=Unknown, as its kubelet stops. Not reproduced: Tinkerbell's Hardware, BMC jobs and PXE boot.",
+			arm: armDeleteIgnoresMove},
 	}
 }
 
