@@ -27,8 +27,8 @@ func TestManagersOf(t *testing.T) {
 		want: []Ref{{GroupKind: KustomizationKind, Namespace: "flux-system", Name: "clusters"}},
 	}, {
 		name: "a Flux HelmRelease without its namespace label is looked for beside the object",
-		obj:  object("fleet", "c1", map[string]string{FluxHelmReleaseNameLabel: "capi-clusters"}, nil),
-		want: []Ref{{GroupKind: HelmReleaseKind, Namespace: "fleet", Name: "capi-clusters"}},
+		obj:  object("team-b", "c1", map[string]string{FluxHelmReleaseNameLabel: "capi-clusters"}, nil),
+		want: []Ref{{GroupKind: HelmReleaseKind, Namespace: "team-b", Name: "capi-clusters"}},
 	}, {
 		name: "an Argo CD instance label names an Application in an unknown namespace",
 		obj:  object("fleet", "c1", map[string]string{ArgoInstanceLabel: "workload-clusters"}, nil),
