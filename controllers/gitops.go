@@ -91,10 +91,17 @@ func gitOpsReport(managers []gitops.Manager, objects int) *movev1alpha1.GitOpsRe
 		if i == maxGitOpsItems {
 			break
 		}
-		report.Items = append(report.Items, movev1alpha1.GitOpsManager{
+		item := movev1alpha1.GitOpsManager{
 			Kind: gitops.KindString(m.GroupKind), Namespace: m.Namespace, Name: m.Name,
 			Objects: clamp32(m.Objects), State: m.State,
-		})
+		}
+		for j, child := range m.Manages {
+			if j == 10 { // the field's MaxItems
+				break
+			}
+			item.Manages = append(item.Manages, child.String())
+		}
+		report.Items = append(report.Items, item)
 	}
 	return report
 }

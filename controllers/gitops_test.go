@@ -74,14 +74,15 @@ func ensureGitOpsCRDs(t *testing.T) {
 //     reconciles (spec.suspend: false, set explicitly);
 //   - the kubeconfig Secret, by an Argo CD Application with automated sync
 //     (named in the tracking-id annotation without its namespace, as Argo
-//     CD does for Applications in its own namespace);
+//     CD does for Applications in its own namespace), which an app of apps
+//     (root, with automated sync and self-heal) applies;
 //   - the sa Secret, by a Kustomization "gone" that does not exist.
 type gitOpsFleet struct {
 	f *fleet.Fleet
 	// ops holds the MoveOperations; tools the HelmRelease, the
 	// Application and the suspended Kustomization.
 	ops, tools string
-	app        string
+	app, root  string
 	// managers are the managers that exist, by name, as created.
 	managers map[string]*unstructured.Unstructured
 }
@@ -94,16 +95,23 @@ func newGitOpsFleet(t *testing.T, prefix string) *gitOpsFleet {
 	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
 	gf := &gitOpsFleet{
 		f: f, ops: opsNamespace(t), tools: testenv.NewNamespace(t, env.Source, "tools"),
-		app: "fleet-" + rand.String(5), managers: map[string]*unstructured.Unstructured{},
+		app: "fleet-" + rand.String(5), root: "root-" + rand.String(5), managers: map[string]*unstructured.Unstructured{},
 	}
 	ns, cluster := f.Clusters[0].Namespace, f.Clusters[0].Name
 	fluxSource := map[string]any{"kind": "GitRepository", "name": "management"}
-	gf.create(t, kustomizationGVK, ns, "clusters", map[string]any{"interval": "5m", "prune": true, "sourceRef": fluxSource, "path": "./clusters"})
-	gf.create(t, kustomizationGVK, gf.tools, "paused", map[string]any{"interval": "5m", "prune": true, "sourceRef": fluxSource, "suspend": true})
-	gf.create(t, helmReleaseGVK, gf.tools, "workers", map[string]any{"interval": "10m", "suspend": false, "chart": map[string]any{"spec": map[string]any{
+	gf.create(t, kustomizationGVK, ns, "clusters", nil, map[string]any{"interval": "5m", "prune": true, "sourceRef": fluxSource, "path": "./clusters"})
+	gf.create(t, kustomizationGVK, gf.tools, "paused", nil, map[string]any{"interval": "5m", "prune": true, "sourceRef": fluxSource, "suspend": true})
+	gf.create(t, helmReleaseGVK, gf.tools, "workers", nil, map[string]any{"interval": "10m", "suspend": false, "chart": map[string]any{"spec": map[string]any{
 		"chart": "workers", "sourceRef": map[string]any{"kind": "HelmRepository", "name": "charts"},
 	}}})
-	gf.create(t, applicationGVK, gf.tools, gf.app, map[string]any{
+	gf.create(t, applicationGVK, gf.tools, gf.root, nil, map[string]any{
+		"project":     "default",
+		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": gf.tools},
+		"source":      map[string]any{"repoURL": "https://git.example.com/fleet.git", "path": "apps"},
+		"syncPolicy":  map[string]any{"automated": map[string]any{"selfHeal": true}},
+	})
+	appOfApps := map[string]string{gitops.ArgoTrackingIDAnnotation: fmt.Sprintf("%s:argoproj.io/Application:%s/%s", gf.root, gf.tools, gf.app)}
+	gf.create(t, applicationGVK, gf.tools, gf.app, appOfApps, map[string]any{
 		"project":     "default",
 		"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns},
 		"source":      map[string]any{"repoURL": "https://git.example.com/fleet.git", "path": "clusters", "targetRevision": "main"},
@@ -132,12 +140,13 @@ func newGitOpsFleet(t *testing.T, prefix string) *gitOpsFleet {
 }
 
 // create creates a manager and keeps it as created.
-func (gf *gitOpsFleet) create(t *testing.T, gvk schema.GroupVersionKind, ns, name string, spec map[string]any) {
+func (gf *gitOpsFleet) create(t *testing.T, gvk schema.GroupVersionKind, ns, name string, annotations map[string]string, spec map[string]any) {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	u.SetGroupVersionKind(gvk)
 	u.SetNamespace(ns)
 	u.SetName(name)
+	u.SetAnnotations(annotations)
 	if err := env.Source.Client.Create(context.Background(), u); err != nil {
 		t.Fatalf("creating %s %s/%s: %v", gvk.Kind, ns, name, err)
 	}
@@ -198,6 +207,8 @@ func (gf *gitOpsFleet) wantReport(reconciling movev1alpha1.GitOpsManagerState) [
 	ns := gf.f.Namespaces[0]
 	return []movev1alpha1.GitOpsManager{
 		{Kind: "Application.argoproj.io", Namespace: gf.tools, Name: gf.app, Objects: 1, State: reconciling},
+		{Kind: "Application.argoproj.io", Namespace: gf.tools, Name: gf.root, Objects: 0, State: reconciling,
+			Manages: []string{"Application.argoproj.io " + gf.tools + "/" + gf.app}},
 		{Kind: "HelmRelease.helm.toolkit.fluxcd.io", Namespace: gf.tools, Name: "workers", Objects: 1, State: reconciling},
 		{Kind: "Kustomization.kustomize.toolkit.fluxcd.io", Namespace: ns, Name: "clusters", Objects: 1, State: reconciling},
 		{Kind: "Kustomization.kustomize.toolkit.fluxcd.io", Namespace: gf.tools, Name: "gone", Objects: 1, State: movev1alpha1.GitOpsNotFound},
@@ -233,12 +244,13 @@ func TestGitOpsManagedObjectsStopTheMoveByDefaultAndADryRunReportsTheirManagers(
 	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonGitOpsManaged))
 	for _, name := range []string{"Kustomization.kustomize.toolkit.fluxcd.io " + gf.f.Namespaces[0] + "/clusters", "HelmRelease.helm.toolkit.fluxcd.io " + gf.tools + "/workers",
-		"Application.argoproj.io " + gf.tools + "/" + gf.app, gf.tools + "/gone", "spec.gitOps: Suspend"} {
+		"Application.argoproj.io " + gf.tools + "/" + gf.app, gf.tools + "/gone", "spec.gitOps: Suspend",
+		fmt.Sprintf("Application.argoproj.io %s/%s (applies Application.argoproj.io %s/%s, Reconciling)", gf.tools, gf.root, gf.tools, gf.app)} {
 		g.Expect(failed.Status.FailureMessage).To(ContainSubstring(name))
 	}
 	g.Expect(failed.Status.Plan.GitOps).NotTo(BeNil())
 	g.Expect(failed.Status.Plan.GitOps.Items).To(Equal(gf.wantReport(movev1alpha1.GitOpsReconciling)))
-	g.Expect(failed.Status.Plan.GitOps.Managers).To(BeEquivalentTo(5))
+	g.Expect(failed.Status.Plan.GitOps.Managers).To(BeEquivalentTo(6))
 	g.Expect(failed.Status.Plan.GitOps.ManagedObjects).To(BeEquivalentTo(5))
 	g.Expect(failed.Status.PhaseTransitions).NotTo(ContainElement(HaveField("Phase", movev1alpha1.PhaseRecording)), "nothing is written before Validating ends")
 	assertNothingWritten(g)
@@ -294,7 +306,7 @@ func TestSuspendedGitOpsManagersStaySuspendedAfterTheMove(t *testing.T) {
 	mu.Lock()
 	firstCAPI := slices.Index(order, "capi")
 	g.Expect(firstCAPI).To(BeNumerically(">=", 0), "the move writes Cluster API objects in the source")
-	g.Expect(order[:firstCAPI]).To(Equal([]string{"gitops", "gitops", "gitops"}), "the three reconciling managers are suspended before any Cluster API object is written")
+	g.Expect(order[:firstCAPI]).To(Equal([]string{"gitops", "gitops", "gitops", "gitops"}), "the four reconciling managers are suspended before any Cluster API object is written")
 	g.Expect(order[firstCAPI:]).NotTo(ContainElement("gitops"), "nothing is written to the managers after the suspension")
 	mu.Unlock()
 
@@ -323,6 +335,11 @@ func TestSuspendedGitOpsManagersStaySuspendedAfterTheMove(t *testing.T) {
 	g.Expect(syncOptions).To(Equal([]string{"ServerSideApply=true"}), "the rest of the sync policy is untouched")
 	_, value := recordOn(g, app)
 	g.Expect(string(value)).To(MatchJSON(`{"prune":true,"selfHeal":true}`))
+	root := gf.manager(g, gf.root)
+	_, hasAutomated, _ = unstructured.NestedFieldNoCopy(root.Object, "spec", "syncPolicy", "automated")
+	g.Expect(hasAutomated).To(BeFalse(), "the app of apps, which would put the Application's automated sync back, has none either")
+	_, value = recordOn(g, root)
+	g.Expect(string(value)).To(MatchJSON(`{"selfHeal":true}`))
 	g.Expect(gf.manager(g, "paused").GetResourceVersion()).To(Equal(pausedVersion), "a Kustomization its user suspended is not written")
 
 	assertEvent(g, gf.ops, mo.Name, "Normal", movev1alpha1.ReasonGitOpsSuspended, gf.tools+"/workers")
@@ -346,10 +363,10 @@ func TestAGitOpsSuspensionIsUndoneExactlyByARollbackAcrossCrashes(t *testing.T) 
 		return gvk.Group == kustomizationGVK.Group || gvk.Group == helmReleaseGVK.Group || gvk.Group == applicationGVK.Group
 	}
 
-	// First: crash at the first write after the third suspension.
+	// First: crash at the first write after the fourth suspension.
 	var suspended atomic.Int32
 	first := startOperator(t, operatorOptions{
-		crashIf: func(w pendingWrite) bool { return suspended.Load() == 3 && !isManager(w.obj) },
+		crashIf: func(w pendingWrite) bool { return suspended.Load() == 4 && !isManager(w.obj) },
 		onWrite: func(_, _ string, obj client.Object) {
 			if isManager(obj) {
 				suspended.Add(1)

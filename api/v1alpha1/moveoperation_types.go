@@ -442,9 +442,17 @@ type GitOpsManager struct {
 	// name of the manager.
 	// +required
 	Name string `json:"name"`
-	// objects is how many moved objects it manages.
+	// objects is how many moved objects it manages itself.
 	// +required
 	Objects int32 `json:"objects"`
+	// manages names the managers of moved objects that it applies, for a
+	// manager of managers: an Argo CD app of apps, or whatever applies an
+	// Application (it would put back the automated sync policy that a
+	// suspension removes). At most 10, as "Kind.group namespace/name".
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Manages []string `json:"manages,omitempty"`
 	// state is what the manager does: Reconciling (it applies its source
 	// by itself), Suspended (it was suspended before the move, by its
 	// user), SuspendedForMove (this move suspended it), or NotFound (the

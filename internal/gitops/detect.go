@@ -127,7 +127,20 @@ func Describe(managers []Manager, limit int) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(managers)-limit))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s (%d objects, %s)", m.Ref, m.Objects, m.State))
+		what := fmt.Sprintf("%d objects", m.Objects)
+		if len(m.Manages) > 0 {
+			children := make([]string, 0, len(m.Manages))
+			for _, c := range m.Manages {
+				children = append(children, c.String())
+			}
+			applies := "applies " + strings.Join(children, " and ")
+			if m.Objects == 0 {
+				what = applies
+			} else {
+				what += "; " + applies
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s, %s)", m.Ref, what, m.State))
 	}
 	return strings.Join(parts, ", ")
 }

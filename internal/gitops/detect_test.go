@@ -92,3 +92,33 @@ func TestCountAddsUpTheObjectsOfEachManager(t *testing.T) {
 		t.Errorf("managed objects: got %d, want 3 (the fourth has no manager)", managed)
 	}
 }
+
+func TestDescribeNamesWhatEachManagerManages(t *testing.T) {
+	app := Ref{GroupKind: ApplicationKind, Namespace: "argocd", Name: "clusters"}
+	managers := []Manager{
+		{Ref: app, Objects: 12, State: "Reconciling"},
+		{Ref: Ref{GroupKind: ApplicationKind, Namespace: "argocd", Name: "root"}, Manages: []Ref{app}, State: "Reconciling"},
+		{Ref: Ref{GroupKind: KustomizationKind, Namespace: "flux-system", Name: "gone"}, Objects: 1, State: "NotFound"},
+	}
+	for _, tc := range []struct {
+		name  string
+		limit int
+		want  string
+	}{{
+		name:  "every manager is named with its objects, or the managers it applies, and its state",
+		limit: 10,
+		want: "Application.argoproj.io argocd/clusters (12 objects, Reconciling), " +
+			"Application.argoproj.io argocd/root (applies Application.argoproj.io argocd/clusters, Reconciling), " +
+			"Kustomization.kustomize.toolkit.fluxcd.io flux-system/gone (1 objects, NotFound)",
+	}, {
+		name:  "past the limit, the rest are counted",
+		limit: 1,
+		want:  "Application.argoproj.io argocd/clusters (12 objects, Reconciling), and 2 more",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Describe(managers, tc.limit); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

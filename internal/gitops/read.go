@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +24,8 @@ import (
 //
 // The plan keeps no labels of most objects (the graph stays small however
 // large the objects are): Detect lists again, as metadata only, each kind
-// of the plan in each of its namespaces, and keeps the plan's objects.
+// of the plan in each of its namespaces (graph.DefaultListConcurrency lists
+// at a time, as discovery does), and keeps the plan's objects.
 func Detect(ctx context.Context, c client.Reader, plan *graph.Plan) ([]Managed, int, error) {
 	type scope struct {
 		gvk       schema.GroupVersionKind
@@ -35,30 +38,42 @@ func Detect(ctx context.Context, c client.Reader, plan *graph.Plan) ([]Managed, 
 			scopes = append(scopes, s)
 		}
 	}
-	var objects []metav1.Object
+	var (
+		mu      sync.Mutex
+		objects []metav1.Object
+	)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(graph.DefaultListConcurrency)
 	for _, s := range scopes {
-		opts := []client.ListOption{client.Limit(graph.DefaultPageSize)}
-		if s.namespace != "" {
-			opts = append(opts, client.InNamespace(s.namespace))
-		}
-		for {
-			// A list per page: the objects kept point into its items.
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(s.gvk.GroupVersion().WithKind(s.gvk.Kind + "List"))
-			if err := c.List(ctx, list, opts...); err != nil {
-				return nil, 0, fmt.Errorf("reading the labels of %s in %q: %w", graph.KindString(s.gvk.GroupKind()), s.namespace, err)
+		g.Go(func() error {
+			opts := []client.ListOption{client.Limit(graph.DefaultPageSize)}
+			if s.namespace != "" {
+				opts = append(opts, client.InNamespace(s.namespace))
 			}
-			for i := range list.Items {
-				o := &list.Items[i]
-				if _, moved := plan.Object(o.UID); moved {
-					objects = append(objects, o)
+			for {
+				// A list per page: the objects kept point into its items.
+				list := &metav1.PartialObjectMetadataList{}
+				list.SetGroupVersionKind(s.gvk.GroupVersion().WithKind(s.gvk.Kind + "List"))
+				if err := c.List(ctx, list, opts...); err != nil {
+					return fmt.Errorf("reading the labels of %s in %q: %w", graph.KindString(s.gvk.GroupKind()), s.namespace, err)
 				}
+				mu.Lock()
+				for i := range list.Items {
+					o := &list.Items[i]
+					if _, moved := plan.Object(o.UID); moved {
+						objects = append(objects, o)
+					}
+				}
+				mu.Unlock()
+				if list.Continue == "" {
+					return nil
+				}
+				opts = append(opts, client.Continue(list.Continue))
 			}
-			if list.Continue == "" {
-				break
-			}
-			opts = append(opts, client.Continue(list.Continue))
-		}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
 	}
 	managed, n := Count(objects)
 	return managed, n, nil
@@ -71,6 +86,9 @@ type Manager struct {
 	Objects int
 	// State is what it does: Reconciling, Suspended or NotFound.
 	State movev1.GitOpsManagerState
+	// Manages are the managers of moved objects that it applies, for a
+	// manager of managers (an Argo CD app of apps), sorted.
+	Manages []Ref
 }
 
 // Resolve looks the managers up in the cluster: whether each exists, and
@@ -78,56 +96,106 @@ type Manager struct {
 // objects name without a namespace is looked for in every namespace; when
 // several namespaces hold one of that name, each is a manager, since the
 // labels cannot tell which Argo CD instance wrote them.
+//
+// Whatever applies an Application found is a manager too, and so on up:
+// the Application's manifest holds the automated sync policy that a
+// suspension removes, and its parent (an app of apps, or a Flux
+// Kustomization) would put it back at its next sync. A Flux Kustomization
+// or HelmRelease is not followed up: its parent applies it by server-side
+// apply, which leaves spec.suspend alone unless the manifest sets it.
 func Resolve(ctx context.Context, c client.Reader, managed []Managed) ([]Manager, error) {
 	versions := versionCache{}
-	var out []Manager
+	byRef := map[Ref]*Manager{}
+	add := func(ref Ref, objects int, state movev1.GitOpsManagerState, child *Ref) (added bool) {
+		m, known := byRef[ref]
+		if !known {
+			m = &Manager{Ref: ref, State: state}
+			byRef[ref] = m
+		}
+		m.Objects += objects
+		if child != nil && !slices.Contains(m.Manages, *child) {
+			m.Manages = append(m.Manages, *child)
+		}
+		return !known
+	}
+	type lookup struct {
+		Managed
+		// child is the manager this one applies, for a parent.
+		child *Ref
+	}
+	queue := make([]lookup, 0, len(managed))
 	for _, m := range managed {
-		k := kindOf(m.GroupKind)
-		gvk, installed, err := versions.storageVersion(ctx, c, k)
+		queue = append(queue, lookup{Managed: m})
+	}
+	for i := 0; i < len(queue); i++ {
+		l := queue[i]
+		found, err := find(ctx, c, versions, l.Ref)
 		if err != nil {
 			return nil, err
 		}
-		if !installed {
-			out = append(out, Manager{Ref: m.Ref, Objects: m.Objects, State: movev1.GitOpsNotFound})
-			continue
-		}
-		var found []*unstructured.Unstructured
-		if m.Namespace == "" {
-			all, err := listAll(ctx, c, gvk)
-			if err != nil {
-				return nil, err
-			}
-			for _, u := range all {
-				if u.GetName() == m.Name {
-					found = append(found, u)
-				}
-			}
-		} else {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			err := c.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, u)
-			switch {
-			case err == nil:
-				found = append(found, u)
-			case !apierrors.IsNotFound(err):
-				return nil, fmt.Errorf("reading %s: %w", m.Ref, err)
-			}
-		}
 		if len(found) == 0 {
-			out = append(out, Manager{Ref: m.Ref, Objects: m.Objects, State: movev1.GitOpsNotFound})
+			add(l.Ref, l.Objects, movev1.GitOpsNotFound, l.child)
 			continue
 		}
+		k := kindOf(l.GroupKind)
 		for _, u := range found {
 			state := movev1.GitOpsReconciling
 			if k.suspended(u) {
 				state = movev1.GitOpsSuspended
 			}
-			ref := Ref{GroupKind: m.GroupKind, Namespace: u.GetNamespace(), Name: u.GetName()}
-			out = append(out, Manager{Ref: ref, Objects: m.Objects, State: state})
+			ref := Ref{GroupKind: l.GroupKind, Namespace: u.GetNamespace(), Name: u.GetName()}
+			// Each manager is followed up once, which also ends cycles.
+			if !add(ref, l.Objects, state, l.child) || l.GroupKind != ApplicationKind {
+				continue
+			}
+			for _, parent := range ManagersOf(u) {
+				queue = append(queue, lookup{Managed: Managed{Ref: parent}, child: &ref})
+			}
 		}
+	}
+	out := make([]Manager, 0, len(byRef))
+	for _, m := range byRef {
+		slices.SortFunc(m.Manages, compareRefs)
+		out = append(out, *m)
 	}
 	slicesSortManagers(out)
 	return out, nil
+}
+
+// find returns the managers a reference names: none when it does not exist
+// (or its CRD is not installed), several for an Argo CD Application named
+// without a namespace that more than one namespace holds.
+func find(ctx context.Context, c client.Reader, versions versionCache, ref Ref) ([]*unstructured.Unstructured, error) {
+	k := kindOf(ref.GroupKind)
+	if k == nil {
+		return nil, nil
+	}
+	gvk, installed, err := versions.storageVersion(ctx, c, k)
+	if err != nil || !installed {
+		return nil, err
+	}
+	if ref.Namespace == "" {
+		all, err := listAll(ctx, c, gvk)
+		if err != nil {
+			return nil, err
+		}
+		var found []*unstructured.Unstructured
+		for _, u := range all {
+			if u.GetName() == ref.Name {
+				found = append(found, u)
+			}
+		}
+		return found, nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	return []*unstructured.Unstructured{u}, nil
 }
 
 func slicesSortManagers(ms []Manager) {
