@@ -467,3 +467,58 @@ func conditionOf(mo *movev1alpha1.MoveOperation, t string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+// TestMoreGitOpsManagersThanTheStatusListsAreAllSuspended: the status lists
+// the first 50 managers; with 51, the move finds them all again from the
+// moved objects' labels when it suspends them, and suspends every one.
+func TestMoreGitOpsManagersThanTheStatusListsAreAllSuspended(t *testing.T) {
+	ensureGitOpsCRDs(t)
+	ctx := context.Background()
+	g := NewWithT(t)
+	name := "gitops-many" + rand.String(4)
+	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
+	ns, clusterName := f.Clusters[0].Namespace, f.Clusters[0].Name
+	cluster := &unstructured.Unstructured{}
+	cluster.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	g.Expect(env.Source.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, cluster)).To(Succeed())
+	owner := metav1.OwnerReference{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: clusterName, UID: cluster.GetUID()}
+
+	// 51 ConfigMaps of the Cluster's hierarchy, each applied by a
+	// Kustomization of its own.
+	const managers = 51
+	var kustomizations []client.ObjectKey
+	for i := range managers {
+		k := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+			"interval": "5m", "prune": true, "sourceRef": map[string]any{"kind": "GitRepository", "name": "management"},
+		}}}
+		k.SetGroupVersionKind(kustomizationGVK)
+		k.SetNamespace(ns)
+		k.SetName(fmt.Sprintf("k%02d", i))
+		g.Expect(env.Source.Client.Create(ctx, k)).To(Succeed())
+		kustomizations = append(kustomizations, client.ObjectKeyFromObject(k))
+		cm := &unstructured.Unstructured{}
+		cm.SetAPIVersion("v1")
+		cm.SetKind("ConfigMap")
+		cm.SetNamespace(ns)
+		cm.SetName(fmt.Sprintf("%s-addon-%02d", clusterName, i))
+		cm.SetOwnerReferences([]metav1.OwnerReference{owner})
+		cm.SetLabels(map[string]string{gitops.FluxKustomizationNameLabel: k.GetName(), gitops.FluxKustomizationNamespaceLabel: ns})
+		g.Expect(env.Source.Client.Create(ctx, cm)).To(Succeed())
+	}
+
+	startOperator(t, operatorOptions{})
+	mo := newMoveOperation(t, opsNamespace(t), "move", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: f.Namespaces, GitOps: movev1alpha1.GitOpsSuspend,
+	})
+	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	g.Expect(done.Status.Plan.GitOps.Managers).To(BeEquivalentTo(managers))
+	g.Expect(done.Status.Plan.GitOps.Items).To(HaveLen(50), "the status lists the first 50")
+	for _, key := range kustomizations {
+		k := &unstructured.Unstructured{}
+		k.SetGroupVersionKind(kustomizationGVK)
+		g.Expect(env.Source.Client.Get(ctx, key, k)).To(Succeed())
+		suspend, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend")
+		g.Expect(suspend).To(BeTrue(), "Kustomization %s is suspended, listed in the status or not", key)
+	}
+	deleteMoveOperation(t, mo)
+}

@@ -586,12 +586,12 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 		if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); !done || err != nil {
 			return res, err
 		}
+		// Once the source holds again all it held, its GitOps managers may
+		// apply it again: see gitops.go.
+		if err := r.resumeGitOps(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 		run.sourceRestored = true
-	}
-	// Once the source holds again all it held, its GitOps managers may
-	// apply it again: see gitops.go.
-	if err := r.resumeGitOps(ctx, s); err != nil {
-		return ctrl.Result{}, err
 	}
 	target, res, ok := r.target(ctx, s, false)
 	if !ok {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -68,7 +69,11 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true}); err != nil {
+	// envtest waits 10 seconds by default for the CRDs to be served; Argo
+	// CD's Application CRD alone is 400 kB, and a loaded machine takes
+	// longer than that to compile its schema.
+	opts := envtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true, MaxTime: 2 * time.Minute, PollInterval: 200 * time.Millisecond}
+	if _, err := envtest.InstallCRDs(cfg, opts); err != nil {
 		return fmt.Errorf("installing the Flux and Argo CD CRDs: %w", err)
 	}
 	return nil
