@@ -184,6 +184,11 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		return ctrl.Result{}, nil
 	}
 
+	// GitOps managers of the moved objects: see gitops.go.
+	if stop, err := r.validateGitOps(ctx, s, plan); stop || err != nil {
+		return ctrl.Result{}, err
+	}
+
 	for _, c := range []struct {
 		role movev1alpha1.ClusterRole
 		cl   client.Client
@@ -205,6 +210,7 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		r.event(mo, "Warning", w.reason, string(movev1alpha1.PhaseValidating), w.message)
 	}
 	mo.Status.Plan = plan.Summary()
+	mo.Status.Plan.GitOps = s.gitOps
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
 	r.runFor(mo.UID).reset()
 
@@ -253,6 +259,11 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	// settled, also to roll back: the Secret must outlive a deletion of its
 	// namespace (which also deletes the MoveOperation) until then.
 	if err := r.holdSecret(ctx, s.mo); err != nil {
+		return ctrl.Result{}, err
+	}
+	// GitOps managers stop before anything else changes in the source
+	// (spec.gitOps: Suspend): see gitops.go.
+	if err := r.suspendGitOps(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	selector, err := controllerSelectorOf(s.mo)
@@ -590,6 +601,11 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 	if !run.sourceRestored {
 		if res, done, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); !done || err != nil {
 			return res, err
+		}
+		// Once the source holds again all it held, its GitOps managers may
+		// apply it again: see gitops.go.
+		if err := r.resumeGitOps(ctx, s); err != nil {
+			return ctrl.Result{}, err
 		}
 		run.sourceRestored = true
 	}

@@ -77,7 +77,7 @@ func setConditions(s *scope, now time.Time) {
 	// kstatus conditions.
 	switch {
 	case phase == movev1alpha1.PhaseDone:
-		reason, msg := movev1alpha1.ReasonSucceeded, "the move completed: every object is in the target and every controller is back"
+		reason, msg := movev1alpha1.ReasonSucceeded, "the move completed: every object is in the target and every controller is back"+gitOpsDoneNote(mo)
 		if mo.Spec.DryRun {
 			reason, msg = movev1alpha1.ReasonDryRun, "dry run completed: the plan is in status.plan; nothing was written to either cluster"
 		}

@@ -25,6 +25,9 @@ type scope struct {
 	transitions []transition
 	// removeFinalizer is set when a deleted MoveOperation may go.
 	removeFinalizer bool
+	// gitOps is what Validating found of the GitOps managers of the moved
+	// objects, for status.plan once the plan's summary is final.
+	gitOps *movev1alpha1.GitOpsReport
 }
 
 type stall struct{ reason, message string }

@@ -94,6 +94,9 @@ const (
 	// were copied (an object appeared in, or vanished from, a moved
 	// hierarchy: a writer the move does not stop created or deleted it).
 	ReasonObjectsChanged = "ObjectsChanged"
+	// ReasonGitOpsManaged: Flux or Argo CD manages objects to move and
+	// spec.gitOps is Refuse; the message names the managers.
+	ReasonGitOpsManaged = "GitOpsManaged"
 	// ReasonDeletedBeforeCompletion: the MoveOperation was deleted before the
 	// point of no return, and the move was rolled back.
 	ReasonDeletedBeforeCompletion = "DeletedBeforeCompletion"
@@ -106,6 +109,15 @@ const (
 
 	// ReasonInsecureTarget: the target kubeconfig skips TLS verification.
 	ReasonInsecureTarget = "InsecureTarget"
+	// ReasonGitOpsIgnored: GitOps managers of moved objects keep running
+	// because spec.gitOps is Ignore.
+	ReasonGitOpsIgnored = "GitOpsIgnored"
+	// ReasonGitOpsSuspended: the move suspended the GitOps managers of the
+	// moved objects in the source (an event, not a failure).
+	ReasonGitOpsSuspended = "GitOpsSuspended"
+	// ReasonGitOpsResumed: a rollback gave the GitOps managers back the
+	// sync settings they had before the move.
+	ReasonGitOpsResumed = "GitOpsResumed"
 	// ReasonSharedIdentity: the operator's identity in a cluster is not a
 	// ServiceAccount, so others may use it, and their writes skip the stopped
 	// providers' webhooks during the move as the operator's do.

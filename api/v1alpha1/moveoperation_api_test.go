@@ -114,6 +114,7 @@ func TestAValidMoveOperationGetsItsDefaults(t *testing.T) {
 	g.Expect(got.Spec.Timeouts.ScaleUp).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
 	g.Expect(got.Spec.Timeouts.BlockMove).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
 	g.Expect(got.Spec.Timeouts.Copy).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
+	g.Expect(got.Spec.GitOps).To(Equal(movev1alpha1.GitOpsRefuse), "a move refuses GitOps-managed objects unless told otherwise")
 }
 
 func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
@@ -191,6 +192,11 @@ func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
 			want:   []string{"spec.timeouts.scaleUp"},
 		},
 		{
+			name:   "an unknown GitOps policy is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.GitOps = "Pause" },
+			want:   []string{"spec.gitOps", "Refuse", "Suspend", "Ignore"},
+		},
+		{
 			name:   "a zero block-move timeout is refused",
 			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.Timeouts.BlockMove = &metav1.Duration{} },
 			want:   []string{"spec.timeouts.blockMove", "must be a positive duration"},
@@ -236,6 +242,12 @@ func TestTheSpecCannotBeChangedOnceCreated(t *testing.T) {
 	changedTimeout.Spec.Timeouts.Copy = &metav1.Duration{Duration: time.Hour}
 	err = k8sClient.Update(ctx, changedTimeout)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec is immutable"))
+
+	gitOps := mo.DeepCopy()
+	gitOps.Spec.GitOps = movev1alpha1.GitOpsIgnore
+	err = k8sClient.Update(ctx, gitOps)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "changing spec.gitOps must be refused, got: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("spec is immutable"))
 
 	added := mo.DeepCopy()

@@ -41,6 +41,16 @@ const (
 	// side has changed since.
 	CopiedToAnnotation = "move.cluster.x-k8s.io/copied-to"
 
+	// OriginalGitOpsSyncAnnotation records, on a Flux Kustomization or
+	// HelmRelease or an Argo CD Application that a move suspended, what its
+	// sync setting was before (spec.suspend, or spec.syncPolicy.automated)
+	// and which operation changed it: a JSON object written in the same
+	// update as the suspension and only when absent (or left by another
+	// operation), so that a resumed move never records its own change and a
+	// rollback puts back exactly what was there. It stays after a completed
+	// move, telling the user what to resume.
+	OriginalGitOpsSyncAnnotation = "move.cluster.x-k8s.io/original-gitops-sync"
+
 	// MoveOperationFinalizer holds a MoveOperation until a deletion before the
 	// point of no return has rolled back, or a move after it has finished.
 	MoveOperationFinalizer = "move.cluster.x-k8s.io/moveoperation"
@@ -112,6 +122,23 @@ type MoveOperationSpec struct {
 	// +kubebuilder:default=Sample
 	TargetValidation TargetValidation `json:"targetValidation,omitempty"`
 
+	// gitOps says what the move does when Flux or Argo CD manages objects it
+	// moves (they carry Flux's kustomize.toolkit.fluxcd.io or
+	// helm.toolkit.fluxcd.io labels, or Argo CD's argocd.argoproj.io/instance
+	// label or tracking-id annotation). Left running, such a manager re-creates
+	// the moved objects in the source after the move, and two management
+	// clusters then manage the same machines.
+	// Refuse (the default) fails the move in Validating, naming the managers.
+	// Suspend suspends the managing Kustomizations and HelmReleases
+	// (spec.suspend) and removes automated sync from the Applications in the
+	// source before the move writes anything; they stay suspended after the
+	// move (point them at the target, then resume them), and are restored
+	// exactly if the move rolls back.
+	// Ignore moves anyway, with a warning: the user takes care of them.
+	// +optional
+	// +kubebuilder:default=Refuse
+	GitOps GitOpsPolicy `json:"gitOps,omitempty"`
+
 	// timeouts bounds how long each wait of the move may take before the move
 	// fails (and, before the point of no return, rolls back).
 	// +optional
@@ -134,6 +161,19 @@ const (
 	TargetValidationAll TargetValidation = "All"
 	// TargetValidationNone checks nothing.
 	TargetValidationNone TargetValidation = "None"
+)
+
+// GitOpsPolicy is what a move does about GitOps managers of the objects it moves.
+// +kubebuilder:validation:Enum=Refuse;Suspend;Ignore
+type GitOpsPolicy string
+
+const (
+	// GitOpsRefuse fails the move when GitOps manages objects it moves.
+	GitOpsRefuse GitOpsPolicy = "Refuse"
+	// GitOpsSuspend suspends the managers in the source for the move.
+	GitOpsSuspend GitOpsPolicy = "Suspend"
+	// GitOpsIgnore moves anyway, with a warning.
+	GitOpsIgnore GitOpsPolicy = "Ignore"
 )
 
 // TargetSpec says how to reach the target management cluster.
@@ -396,7 +436,80 @@ type MovePlan struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Excluded []ExclusionCount `json:"excluded,omitempty"`
+	// gitOps reports the Flux Kustomizations and HelmReleases and Argo CD
+	// Applications that manage moved objects, and what the move does about
+	// them (spec.gitOps). Absent when no moved object is GitOps-managed.
+	// +optional
+	GitOps *GitOpsReport `json:"gitOps,omitempty"`
 }
+
+// GitOpsReport counts the GitOps managers of the moved objects and names the
+// first of them.
+type GitOpsReport struct {
+	// managers is how many managing objects were found.
+	// +required
+	Managers int32 `json:"managers"`
+	// managedObjects is how many moved objects a GitOps tool manages.
+	// +required
+	ManagedObjects int32 `json:"managedObjects"`
+	// items are the first managers (at most 50), sorted by kind, namespace
+	// and name. When managers is larger, the move finds the others again
+	// from the objects' labels.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Items []GitOpsManager `json:"items,omitempty"`
+}
+
+// GitOpsManager is one Flux Kustomization, Flux HelmRelease or Argo CD
+// Application that manages moved objects.
+type GitOpsManager struct {
+	// kind of the manager, qualified by API group (for example
+	// "Kustomization.kustomize.toolkit.fluxcd.io").
+	// +required
+	Kind string `json:"kind"`
+	// namespace of the manager; empty for an Argo CD Application that was
+	// not found (its objects name it without a namespace).
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the manager.
+	// +required
+	Name string `json:"name"`
+	// objects is how many moved objects it manages itself.
+	// +required
+	Objects int32 `json:"objects"`
+	// manages names the managers of moved objects that it applies, for a
+	// manager of managers: an Argo CD app of apps, or whatever applies an
+	// Application (it would put back the automated sync policy that a
+	// suspension removes). At most 10, as "Kind.group namespace/name".
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Manages []string `json:"manages,omitempty"`
+	// state is what the manager does: Reconciling (it applies its source
+	// by itself), Suspended (it was suspended before the move, by its
+	// user), SuspendedForMove (this move suspended it), or NotFound (the
+	// objects name a manager that is not in the source cluster: gone, or
+	// running in another cluster, where only its user can suspend it).
+	// +required
+	State GitOpsManagerState `json:"state"`
+}
+
+// GitOpsManagerState is what a GitOps manager does.
+// +kubebuilder:validation:Enum=Reconciling;Suspended;SuspendedForMove;NotFound
+type GitOpsManagerState string
+
+// The states of a GitOps manager.
+const (
+	// GitOpsReconciling: the manager applies its source by itself.
+	GitOpsReconciling GitOpsManagerState = "Reconciling"
+	// GitOpsSuspended: its user had suspended it before the move.
+	GitOpsSuspended GitOpsManagerState = "Suspended"
+	// GitOpsSuspendedForMove: this move suspended it.
+	GitOpsSuspendedForMove GitOpsManagerState = "SuspendedForMove"
+	// GitOpsNotFound: no such manager in the source cluster.
+	GitOpsNotFound GitOpsManagerState = "NotFound"
+)
 
 // ExclusionCount is how many objects a move leaves in the source for one
 // reason, with the first of them.
@@ -475,7 +588,7 @@ type MoveOperation struct {
 
 	// spec is the move asked for. It cannot be changed once created.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
+	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation) && has(self.gitOps) == has(oldSelf.gitOps) && (!has(self.gitOps) || self.gitOps == oldSelf.gitOps)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
 	Spec MoveOperationSpec `json:"spec"`
 
 	// status is what the operator observed and did.
