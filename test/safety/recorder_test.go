@@ -20,7 +20,7 @@ func machine(rv string, replicas int64, managers ...string) *unstructured.Unstru
 	var entries []metav1.ManagedFieldsEntry
 	for _, m := range managers {
 		entries = append(entries, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "cluster.x-k8s.io/v1beta2",
-			Time: &metav1.Time{Time: time.Unix(0, 0)}, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}})
+			Time: &metav1.Time{Time: time.Unix(0, 0)}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)})
 	}
 	u.SetManagedFields(entries)
 	return u
