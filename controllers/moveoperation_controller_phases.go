@@ -143,8 +143,16 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		return ctrl.Result{}, nil
 	}
 	if err := preflight.CheckProviders(ctx, r.Source, target.Client); err != nil {
+		var mismatch *preflight.ProviderMismatch
+		if !errors.As(err, &mismatch) {
+			return ctrl.Result{}, fmt.Errorf("reading the installed providers: %w", err)
+		}
 		s.fail(movev1alpha1.ReasonProviderMissing, err.Error())
 		return ctrl.Result{}, nil
+	}
+	managerNotes, failed, err := r.checkManagers(ctx, s, target)
+	if err != nil || failed {
+		return ctrl.Result{}, err
 	}
 
 	g, err := graph.Discover(ctx, r.Source, sourceTypes, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
@@ -200,6 +208,7 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w))
 		}
 	}
+	plan.Warnings = append(plan.Warnings, managerNotes...)
 	warnings, err := r.accessWarnings(ctx, target)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -259,15 +268,11 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	if err := r.holdSecret(ctx, s.mo); err != nil {
 		return ctrl.Result{}, err
 	}
-	selector, err := controllerSelectorOf(s.mo)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	var recorded []movev1alpha1.RecordedController
 	for _, c := range r.clusters(target) {
-		controllers, err := quiesce.SelectControllers(ctx, c.client, selector, r.excluded(c.role)...)
+		controllers, err := r.selectControllers(ctx, s, c.client, c.role)
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
+			return ctrl.Result{}, err
 		}
 		done, err := quiesce.Record(ctx, c.client, controllers)
 		if err != nil {
@@ -275,7 +280,7 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 		}
 		for _, d := range done {
 			recorded = append(recorded, movev1alpha1.RecordedController{
-				Cluster: c.role, Namespace: d.Key.Namespace, Name: d.Key.Name, OriginalReplicas: ptr.Deref(d.Recorded, d.Replicas),
+				Cluster: c.role, Namespace: d.Key.Namespace, Name: d.Key.Name, OriginalReplicas: ptr.Deref(d.Recorded, d.Replicas), Manager: d.Manager,
 			})
 		}
 	}
@@ -357,19 +362,10 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl
 		run.labelled = true
 	}
 
-	remaining := map[string]int{}
-	for _, c := range r.clusters(target) {
-		controllers := r.recordedControllers(s, c.role)
-		if err := quiesce.ScaleDown(ctx, c.client, controllers); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
-		}
-		pods, err := quiesce.RunningPods(ctx, c.client, controllers)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
-		}
-		for k, n := range pods {
-			remaining[fmt.Sprintf("%s %s", c.role, k)] = n
-		}
+	// The managers first (cluster-api-operator, spec.controllers.additional).
+	remaining, err := r.stopControllers(ctx, s, target)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if len(remaining) > 0 {
 		timeout := durationOr(mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
@@ -542,7 +538,7 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	if _, err := quiesce.Restore(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1)); err != nil {
+	if _, _, err := restartInOrder(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1)); err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
 	return nil
@@ -630,11 +626,8 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 		return ctrl.Result{}, false, err
 	}
 	fallback := ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1)
-	restored, err := quiesce.Restore(ctx, c, controllers, fallback)
-	if err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
-	}
-	unavailable, err := quiesce.Unavailable(ctx, c, controllers)
+	// The providers first, their managers once the providers are Available.
+	restored, unavailable, err := restartInOrder(ctx, c, controllers, fallback)
 	if err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 	}
@@ -744,13 +737,9 @@ func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c c
 // original-replicas annotation (recorded on the Deployment before a crash
 // kept it out of status). A Deployment with neither was never touched.
 func (r *MoveOperationReconciler) controllersToRestore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) ([]quiesce.Controller, error) {
-	selector, err := controllerSelectorOf(s.mo)
+	found, err := r.selectControllers(ctx, s, c, role)
 	if err != nil {
 		return nil, err
-	}
-	found, err := quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...)
-	if err != nil {
-		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	seen := map[types.NamespacedName]bool{}
 	var out []quiesce.Controller
@@ -773,7 +762,7 @@ func (r *MoveOperationReconciler) recordedControllers(s *scope, role movev1alpha
 	var out []quiesce.Controller
 	for _, c := range s.mo.Status.Controllers {
 		if c.Cluster == role {
-			out = append(out, quiesce.Controller{Key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Recorded: ptr.To(c.OriginalReplicas)})
+			out = append(out, quiesce.Controller{Key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Recorded: ptr.To(c.OriginalReplicas), Manager: c.Manager})
 		}
 	}
 	return out
@@ -784,12 +773,9 @@ func (r *MoveOperationReconciler) recordedControllers(s *scope, role movev1alpha
 func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
 	controllers := r.recordedControllers(s, role)
 	if len(s.mo.Status.Controllers) == 0 {
-		selector, err := controllerSelectorOf(s.mo)
-		if err != nil {
+		var err error
+		if controllers, err = r.selectControllers(ctx, s, c, role); err != nil {
 			return nil, err
-		}
-		if controllers, err = quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...); err != nil {
-			return nil, fmt.Errorf("%s cluster: %w", role, err)
 		}
 	}
 	wh, err := quiesce.FindWebhooks(ctx, c, controllers)

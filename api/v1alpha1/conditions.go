@@ -71,6 +71,9 @@ const (
 	// ReasonProviderMissing: a provider installed in the source is not
 	// installed in the target.
 	ReasonProviderMissing = "ProviderMissing"
+	// ReasonControllerNotFound: a Deployment named in
+	// spec.controllers.additional does not exist in a cluster it is named for.
+	ReasonControllerNotFound = "ControllerNotFound"
 	// ReasonNotProvisioned: a Cluster to move is not fully provisioned.
 	ReasonNotProvisioned = "NotProvisioned"
 	// ReasonOrphanedObjects: objects in the move graph have an owner that is

@@ -25,6 +25,10 @@ type Controller struct {
 	Replicas int32
 	// Recorded is the replica count saved before the move, when one was saved.
 	Recorded *int32
+	// Manager is set for a Deployment that manages the provider Deployments
+	// (cluster-api-operator, or one the user names): it is stopped before
+	// the providers and restarted after them.
+	Manager bool
 }
 
 // SelectControllers lists the Deployments matching selector in every
