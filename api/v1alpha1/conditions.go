@@ -69,7 +69,7 @@ const (
 	// another version there, or holds objects in more than one stored version.
 	ReasonCRDMismatch = "CRDMismatch"
 	// ReasonProviderMissing: a provider installed in the source is not
-	// installed in the target.
+	// installed in the target, or is older there (clusterctl move's rule).
 	ReasonProviderMissing = "ProviderMissing"
 	// ReasonControllerNotFound: a Deployment named in
 	// spec.controllers.additional does not exist in a cluster it is named for.
