@@ -345,8 +345,10 @@ type MoveOperationStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	PhaseTransitions []PhaseTransition `json:"phaseTransitions,omitempty"`
 
-	// controllers are the provider controller Deployments stopped for the
-	// move, with the replica counts they are restored to.
+	// controllers are the Deployments stopped for the move, with the
+	// replica counts they are restored to: the provider controllers, and
+	// the managers of the providers (manager: true; cluster-api-operator,
+	// and those named in spec.controllers.additional).
 	// +optional
 	// +listType=atomic
 	Controllers []RecordedController `json:"controllers,omitempty"`
@@ -379,7 +381,8 @@ type PhaseTransition struct {
 	Time metav1.Time `json:"time"`
 }
 
-// RecordedController is a provider controller Deployment stopped for the move.
+// RecordedController is a Deployment stopped for the move: a provider
+// controller, or a manager of the providers.
 type RecordedController struct {
 	// cluster the Deployment runs in: Source or Target.
 	// +required
