@@ -370,15 +370,7 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 
 	t.Run("the managers stop before the providers and start after them", func(t *testing.T) {
 		g := NewWithT(t)
-		isManager := map[string]bool{}
-		var managers []string
-		for _, c := range done.Status.Controllers {
-			id := strings.ToLower(string(c.Cluster)) + " " + c.Namespace + "/" + c.Name
-			isManager[id] = c.Manager
-			if c.Manager {
-				managers = append(managers, id)
-			}
-		}
+		isManager, managers := managersOf(done)
 		g.Expect(managers).To(ConsistOf(
 			"source "+sourceOperator.Key.String(), "target "+targetOperator.Key.String(),
 			"source "+turtles["source"].Key.String(), "target "+turtles["target"].Key.String(),
@@ -386,34 +378,7 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 		g.Expect(done.Status.Controllers).To(HaveLen(len(managers)+len(env.Source.CAPI.Providers)+len(env.Target.CAPI.Providers)),
 			"status.controllers lists every provider and manager of both clusters")
 
-		for _, cluster := range []string{"source", "target"} {
-			var lastManagerDown, firstProviderDown, lastProviderUp, firstManagerUp = -1, -1, -1, -1
-			downs, ups := 0, 0
-			for i, ch := range writes.changes() {
-				if ch.cluster != cluster {
-					continue
-				}
-				manager := isManager[cluster+" "+ch.key.String()]
-				switch {
-				case !ch.up && manager:
-					lastManagerDown = i
-					downs++
-				case !ch.up && firstProviderDown < 0:
-					firstProviderDown = i
-				case ch.up && !manager:
-					lastProviderUp = i
-				case ch.up && manager && firstManagerUp < 0:
-					firstManagerUp = i
-					ups++
-				case ch.up && manager:
-					ups++
-				}
-			}
-			g.Expect(downs).To(Equal(2), "%s: both managers are scaled down once", cluster)
-			g.Expect(ups).To(Equal(2), "%s: both managers are scaled up once", cluster)
-			g.Expect(firstProviderDown).To(BeNumerically(">", lastManagerDown), "%s: the first provider stops after the last manager", cluster)
-			g.Expect(firstManagerUp).To(BeNumerically(">", lastProviderUp), "%s: the first manager starts after the last provider", cluster)
-		}
+		assertManagersAroundProviders(t, writes, isManager, 2, "source", "target")
 	})
 
 	t.Run("everything is back as before, and the fleet is in the target", func(t *testing.T) {
@@ -438,6 +403,60 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 		g.Expect(warnings).To(ContainSubstring("cluster-api-operator (Deployment " + sourceOperator.Key.String() + ")"))
 		g.Expect(warnings).To(ContainSubstring("cluster-api-operator (Deployment " + targetOperator.Key.String() + ")"))
 	})
+}
+
+// managersOf reads status.controllers: which entry ("<cluster>
+// <namespace>/<name>") is a manager, and the managers.
+func managersOf(mo *movev1alpha1.MoveOperation) (map[string]bool, []string) {
+	isManager := map[string]bool{}
+	var managers []string
+	for _, c := range mo.Status.Controllers {
+		id := strings.ToLower(string(c.Cluster)) + " " + c.Namespace + "/" + c.Name
+		isManager[id] = c.Manager
+		if c.Manager {
+			managers = append(managers, id)
+		}
+	}
+	return isManager, managers
+}
+
+// assertManagersAroundProviders checks, from the operator's writes, that in
+// each cluster every manager went to zero before the first provider did,
+// and came back after the last provider did; and that each of the cluster's
+// managers (isManager says which are, by "<cluster> <namespace>/<name>")
+// went down and came back exactly once.
+func assertManagersAroundProviders(t *testing.T, writes *replicaWrites, isManager map[string]bool, managersPerCluster int, clusters ...string) {
+	t.Helper()
+	g := NewWithT(t)
+	changes := writes.changes()
+	for _, cluster := range clusters {
+		lastManagerDown, firstProviderDown, lastProviderUp, firstManagerUp := -1, -1, -1, -1
+		downs, ups := 0, 0
+		for i, ch := range changes {
+			if ch.cluster != cluster {
+				continue
+			}
+			manager := isManager[cluster+" "+ch.key.String()]
+			switch {
+			case !ch.up && manager:
+				lastManagerDown = i
+				downs++
+			case !ch.up && firstProviderDown < 0:
+				firstProviderDown = i
+			case ch.up && !manager:
+				lastProviderUp = i
+			case ch.up && manager:
+				if firstManagerUp < 0 {
+					firstManagerUp = i
+				}
+				ups++
+			}
+		}
+		g.Expect(downs).To(Equal(managersPerCluster), "%s: each manager is scaled down once", cluster)
+		g.Expect(ups).To(Equal(managersPerCluster), "%s: each manager is scaled up once", cluster)
+		g.Expect(firstProviderDown).To(BeNumerically(">", lastManagerDown), "%s: the first provider stops after the last manager", cluster)
+		g.Expect(firstManagerUp).To(BeNumerically(">", lastProviderUp), "%s: the first manager starts after the last provider", cluster)
+	}
 }
 
 func scaleDeployment(ctx context.Context, g Gomega, m *testenv.Management, key types.NamespacedName, n int32) {
@@ -529,4 +548,105 @@ func TestANamedControllerThatDoesNotExistFailsValidation(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonControllerNotFound))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("Deployment %s/turtles in the target cluster, which does not exist there", sourceOnly)))
+}
+
+// A move rolled back restores the managers as a completed move does:
+// after the providers, in both clusters, at their replica counts.
+func TestARolledBackMoveRestartsTheManagersAfterTheProviders(t *testing.T) {
+	installTheCAPIOperatorWay(t)
+	sourceOperator := startStandIn(t, env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
+	targetOperator := startStandIn(t, env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Target, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
+	platformNS := testenv.NewNamespace(t, env.Source, "platform")
+	platform := startStandIn(t, env.Source, types.NamespacedName{Namespace: platformNS, Name: "platform-manager"}, map[string]string{"app.kubernetes.io/name": "platform"})
+	standIns := map[string]*capioperator.StandIn{"source cluster-api-operator": sourceOperator, "target cluster-api-operator": targetOperator, "source platform": platform}
+	rc := newRollbackCase(t, "capiopback")
+	ctx := context.Background()
+	ns, clusterName := rc.f.Clusters[0].Namespace, rc.f.Clusters[0].Name
+	scaleUpsBefore := map[string]int{}
+	for n, s := range standIns {
+		scaleUpsBefore[n] = len(s.ScaleUps())
+	}
+
+	// Once the move has started stopping controllers, somebody creates an
+	// object of the fleet in the target: copying meets it and rolls back.
+	writes := &replicaWrites{}
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+		writes.observe(cluster, verb, obj)
+		if _, ok := obj.(*appsv1.Deployment); !ok || cluster != "target" {
+			return
+		}
+		once.Do(func() {
+			_ = env.Target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			_ = env.Target.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"},
+				StringData: map[string]string{"value": "not the moved one"}})
+		})
+	}})
+	t.Cleanup(func() {
+		_ = env.Target.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"}})
+	})
+	mo := newMoveOperation(t, rc.ops, "capi-operator-rollback", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+		Controllers: movev1alpha1.ControllersSpec{Additional: []movev1alpha1.AdditionalController{
+			{Cluster: movev1alpha1.ControllerInSource, Namespace: platformNS, Name: "platform-manager"},
+		}},
+	})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonTargetConflict)
+
+	g := NewWithT(t)
+	failed := get(g, mo)
+	isManager, managers := managersOf(failed)
+	g.Expect(managers).To(ConsistOf("source "+sourceOperator.Key.String(), "target "+targetOperator.Key.String(), "source "+platform.Key.String()))
+	t.Run("the managers stop before the providers and start after them", func(t *testing.T) {
+		assertManagersAroundProviders(t, writes, isManager, 2, "source") // cluster-api-operator and the platform's
+		assertManagersAroundProviders(t, writes, isManager, 1, "target")
+	})
+	for n, s := range standIns {
+		g.Expect(s.ScaleUps()[scaleUpsBefore[n]:]).To(BeEmpty(), "the stand-in %s never found a provider at zero while it ran", n)
+		m := env.Source
+		if strings.HasPrefix(n, "target") {
+			m = env.Target
+		}
+		d := &appsv1.Deployment{}
+		g.Expect(m.Client.Get(ctx, s.Key, d)).To(Succeed())
+		g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)), "%s is restored", n)
+		g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation), "%s: the record is dropped", n)
+	}
+}
+
+// A manager the move was not told of, scaling a provider back up while
+// objects are copied, is caught before the point of no return: the move
+// rolls back instead of deleting the source's objects under a running
+// provider.
+func TestAProviderScaledUpBehindTheMovesBackRollsTheMoveBack(t *testing.T) {
+	rc := newRollbackCase(t, "restarted")
+	ctx := context.Background()
+	infra := env.Source.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
+	infraKey := types.NamespacedName{Namespace: infra.Namespace, Name: infra.Deployment}
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+		if cluster != "target" || verb != "create" {
+			return // the first create in the target is Copying's
+		}
+		once.Do(func() {
+			d := &appsv1.Deployment{}
+			if err := env.Source.Client.Get(ctx, infraKey, d); err != nil {
+				t.Errorf("getting %s: %v", infraKey, err)
+				return
+			}
+			patch := client.MergeFrom(d.DeepCopy())
+			d.Spec.Replicas = ptr.To[int32](1)
+			if err := env.Source.Client.Patch(ctx, d, patch); err != nil {
+				t.Errorf("scaling %s up behind the move's back: %v", infraKey, err)
+			}
+		})
+	}})
+	mo := newMoveOperation(t, rc.ops, "restarted", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonControllerRestarted)
+	g := NewWithT(t)
+	failed := get(g, mo)
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("in the source cluster " + infraKey.String() + " (scaled up to 1)"))
+	for _, p := range failed.Status.PhaseTransitions {
+		g.Expect(p.Phase).NotTo(Equal(movev1alpha1.PhaseDeleting), "nothing is deleted")
+	}
 }

@@ -189,3 +189,28 @@ func restartInOrder(ctx context.Context, c client.Client, controllers []quiesce.
 	unavailable, err = quiesce.Unavailable(ctx, c, managers)
 	return append(restored, restoredManagers...), unavailable, err
 }
+
+// checkStillStopped fails the move, before its point of no return, when a
+// controller it stopped runs again: something the move does not stop (a
+// manager it was not told of) scaled it back up. Deleting the source's
+// objects with their provider running there would let it delete their
+// infrastructure as well.
+func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope, target *remote.Target) (failed bool, err error) {
+	var restarted []string
+	for _, c := range r.clusters(target) {
+		found, err := quiesce.Restarted(ctx, c.client, r.recordedControllers(s, c.role))
+		if err != nil {
+			return false, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		if len(found) > 0 {
+			restarted = append(restarted, fmt.Sprintf("in the %s cluster %s", strings.ToLower(string(c.role)), formatReasons(found)))
+		}
+	}
+	if len(restarted) == 0 {
+		return false, nil
+	}
+	s.fail(movev1alpha1.ReasonControllerRestarted, fmt.Sprintf(
+		"controllers the move stopped run again, %s: something the move does not stop scaled them up (a manager of the providers: name its Deployment in spec.controllers.additional); the move is rolled back before anything is deleted",
+		strings.Join(restarted, "; ")))
+	return true, nil
+}

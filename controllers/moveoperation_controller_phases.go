@@ -445,6 +445,10 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
+	// The last chance to roll back: nothing deletes with a provider running.
+	if failed, err := r.checkStillStopped(ctx, s, target); failed || err != nil {
+		return ctrl.Result{}, err
+	}
 	s.enter(movev1alpha1.PhaseDeleting)
 	return ctrl.Result{}, nil
 }

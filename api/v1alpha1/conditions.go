@@ -74,6 +74,10 @@ const (
 	// ReasonControllerNotFound: a Deployment named in
 	// spec.controllers.additional does not exist in a cluster it is named for.
 	ReasonControllerNotFound = "ControllerNotFound"
+	// ReasonControllerRestarted: a controller the move stopped ran again
+	// before the point of no return (something the move does not stop
+	// scaled it up); the move is rolled back.
+	ReasonControllerRestarted = "ControllerRestarted"
 	// ReasonNotProvisioned: a Cluster to move is not fully provisioned.
 	ReasonNotProvisioned = "NotProvisioned"
 	// ReasonOrphanedObjects: objects in the move graph have an owner that is
