@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -649,4 +650,122 @@ func TestAProviderScaledUpBehindTheMovesBackRollsTheMoveBack(t *testing.T) {
 	for _, p := range failed.Status.PhaseTransitions {
 		g.Expect(p.Phase).NotTo(Equal(movev1alpha1.PhaseDeleting), "nothing is deleted")
 	}
+}
+
+// The operator crashes before each of its writes to a manager's Deployment
+// (recording, stopping, restarting, forgetting) and before the first
+// provider of each cluster stops and starts; a fresh one resumes each time.
+// The move still ends Done with every manager back at its count, and no
+// manager or provider ran while objects were copied and deleted.
+func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	installTheCAPIOperatorWay(t)
+	standIns := map[string]*capioperator.StandIn{
+		"source cluster-api-operator": startStandIn(t, env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil),
+		"target cluster-api-operator": startStandIn(t, env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Target, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil),
+	}
+	turtlesNS := namespaceInBoth(t, "rancher-turtles-system")
+	for _, m := range []*testenv.Management{env.Source, env.Target} {
+		standIns[m.Name+" turtles"] = startStandIn(t, m, types.NamespacedName{Namespace: turtlesNS, Name: "rancher-turtles-controller-manager"}, map[string]string{"app.kubernetes.io/name": "rancher-turtles"})
+	}
+	managers := map[string]bool{}
+	for n, s := range standIns {
+		managers[strings.Fields(n)[0]+" "+s.Key.String()] = true
+	}
+	name := "capiopcrash" + rand.String(4)
+	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+	stateBefore := stateOf(ctx, g)
+	before := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
+	scaleUpsBefore := map[string]int{}
+	for n, s := range standIns {
+		scaleUpsBefore[n] = len(s.ScaleUps())
+	}
+
+	// Each crash point once: every write to a manager's Deployment
+	// (record, stop, restart, forget), and the same writes to the first
+	// provider of each cluster that makes them.
+	var mu sync.Mutex
+	crashed := map[string]bool{}
+	stopped := map[string]bool{}
+	crashIf := func(w pendingWrite) bool {
+		d, ok := w.obj.(*appsv1.Deployment)
+		if !ok {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		id := w.cluster + " " + client.ObjectKeyFromObject(d).String()
+		_, recorded := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]
+		var stage string
+		switch {
+		case ptr.Deref(d.Spec.Replicas, 1) == 0:
+			stage = "stop"
+			stopped[id] = true
+		case stopped[id] && recorded:
+			stage = "restart"
+		case stopped[id]:
+			stage = "forget"
+		default:
+			stage = "record"
+		}
+		point := id + ": " + stage
+		if !managers[id] {
+			point = w.cluster + " a provider: " + stage
+		}
+		if crashed[point] {
+			return false
+		}
+		crashed[point] = true
+		return true
+	}
+	opts := operatorOptions{crashIf: crashIf}
+	op := startOperator(t, opts)
+	mo := newMoveOperation(t, opsNamespace(t), "crashes", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: f.Namespaces,
+		Controllers: movev1alpha1.ControllersSpec{Additional: []movev1alpha1.AdditionalController{
+			{Namespace: turtlesNS, Name: "rancher-turtles-controller-manager"},
+		}},
+	})
+	resumer := startResumer(t, op, opts)
+	monitorCtx, stopMonitor := context.WithCancel(ctx)
+	defer stopMonitor()
+	monitor := monitorDown(monitorCtx, mo, standIns)
+	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 6*time.Minute)
+	stopMonitor()
+
+	mu.Lock()
+	points := make([]string, 0, len(crashed))
+	for p := range crashed {
+		points = append(points, p)
+	}
+	mu.Unlock()
+	sort.Strings(points)
+	t.Logf("crashed before %d writes:\n%s", len(points), strings.Join(points, "\n"))
+	// Record, stop, restart and forget: per manager, and per cluster for a provider.
+	g.Expect(points).To(HaveLen(4*len(standIns)+2*4), "every crash point was reached")
+
+	_, managersInStatus := managersOf(done)
+	g.Expect(managersInStatus).To(HaveLen(len(standIns)), "every manager is recorded as one")
+	samples, violations := monitor.result()
+	g.Expect(violations).To(BeEmpty(), "nothing ran while objects were copied and deleted")
+	g.Expect(samples).To(BeNumerically(">", 0), "the monitor looked during Copying or Deleting")
+	for n, s := range standIns {
+		g.Expect(s.ScaleUps()[scaleUpsBefore[n]:]).To(BeEmpty(), "the stand-in %s never found a provider at zero while it ran", n)
+		m := env.Source
+		if strings.HasPrefix(n, "target") {
+			m = env.Target
+		}
+		d := &appsv1.Deployment{}
+		g.Expect(m.Client.Get(ctx, s.Key, d)).To(Succeed())
+		g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)), "%s is restored", n)
+		g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation), "%s: the record is dropped", n)
+	}
+	g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "providers and webhooks are as before")
+	after := inNamespaces(take(ctx, g, env.Target, f.Namespaces), f.Namespaces...)
+	if diff := snapshot.Diff(before, after); diff != "" {
+		t.Fatalf("the target differs from the source before the move:\n%s", diff)
+	}
+	deleteMoveOperation(t, mo)
+	resumer.stop()
 }
