@@ -1,6 +1,6 @@
 module github.com/move-operator/move-operator
 
-go 1.26.0
+go 1.26.6
 
 // cluster-api v1.14.2 replaces its api module with ./api in its own go.mod;
 // outside its repository that path must point at the published release.
@@ -24,6 +24,7 @@ require (
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/cluster-api v1.14.2
+	sigs.k8s.io/cluster-api-operator v0.29.0
 	sigs.k8s.io/cluster-api/api v1.14.2
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/yaml v1.6.0

@@ -96,6 +96,10 @@ type MoveOperationReconciler struct {
 // +kubebuilder:rbac:groups=cluster.x-k8s.io;infrastructure.cluster.x-k8s.io;bootstrap.cluster.x-k8s.io;controlplane.cluster.x-k8s.io;addons.cluster.x-k8s.io;ipam.cluster.x-k8s.io;runtime.cluster.x-k8s.io,resources=*,verbs=get;list;patch;update;delete
 // +kubebuilder:rbac:groups=clusterctl.cluster.x-k8s.io,resources=providers,verbs=get;list
 //
+// cluster-api-operator's provider objects are the inventory of providers it
+// installed (clusterctl's is absent there): the provider check reads them.
+// +kubebuilder:rbac:groups=operator.cluster.x-k8s.io,resources=coreproviders;bootstrapproviders;controlplaneproviders;infrastructureproviders;ipamproviders;addonproviders;runtimeextensionproviders,verbs=get;list
+//
 // The webhook bypass is scoped to the operator's own username, which it
 // learns from the API server.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create

@@ -144,8 +144,16 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		return ctrl.Result{}, nil
 	}
 	if err := preflight.CheckProviders(ctx, r.Source, target.Client); err != nil {
+		var mismatch *preflight.ProviderMismatch
+		if !errors.As(err, &mismatch) {
+			return ctrl.Result{}, fmt.Errorf("reading the installed providers: %w", err)
+		}
 		s.fail(movev1alpha1.ReasonProviderMissing, err.Error())
 		return ctrl.Result{}, nil
+	}
+	managerNotes, failed, err := r.checkManagers(ctx, s, target)
+	if err != nil || failed {
+		return ctrl.Result{}, err
 	}
 
 	g, err := graph.Discover(ctx, r.Source, sourceTypes, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
@@ -201,6 +209,7 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w))
 		}
 	}
+	plan.Warnings = append(plan.Warnings, managerNotes...)
 	warnings, err := r.accessWarnings(ctx, target)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -266,15 +275,11 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	if err := r.suspendGitOps(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	selector, err := controllerSelectorOf(s.mo)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	var recorded []movev1alpha1.RecordedController
 	for _, c := range r.clusters(target) {
-		controllers, err := quiesce.SelectControllers(ctx, c.client, selector, r.excluded(c.role)...)
+		controllers, err := r.selectControllers(ctx, s, c.client, c.role)
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
+			return ctrl.Result{}, err
 		}
 		done, err := quiesce.Record(ctx, c.client, controllers)
 		if err != nil {
@@ -282,7 +287,7 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 		}
 		for _, d := range done {
 			recorded = append(recorded, movev1alpha1.RecordedController{
-				Cluster: c.role, Namespace: d.Key.Namespace, Name: d.Key.Name, OriginalReplicas: ptr.Deref(d.Recorded, d.Replicas),
+				Cluster: c.role, Namespace: d.Key.Namespace, Name: d.Key.Name, OriginalReplicas: ptr.Deref(d.Recorded, d.Replicas), Manager: d.Manager,
 			})
 		}
 	}
@@ -357,19 +362,10 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl
 		run.unblocked = true
 	}
 
-	remaining := map[string]int{}
-	for _, c := range r.clusters(target) {
-		controllers := r.recordedControllers(s, c.role)
-		if err := quiesce.ScaleDown(ctx, c.client, controllers); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
-		}
-		pods, err := quiesce.RunningPods(ctx, c.client, controllers)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s cluster: %w", c.role, err)
-		}
-		for k, n := range pods {
-			remaining[fmt.Sprintf("%s %s", c.role, k)] = n
-		}
+	// The managers first (cluster-api-operator, spec.controllers.additional).
+	remaining, err := r.stopControllers(ctx, s, target)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if len(remaining) > 0 {
 		timeout := durationOr(mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
@@ -470,6 +466,10 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 		}
 		run.verified = true
 	}
+	// The last chance to roll back: nothing deletes with a provider running.
+	if failed, err := r.checkStillStopped(ctx, s, target); failed || err != nil {
+		return ctrl.Result{}, err
+	}
 	s.enter(movev1alpha1.PhaseDeleting)
 	return ctrl.Result{}, nil
 }
@@ -569,7 +569,7 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	if _, err := quiesce.Restore(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1)); err != nil {
+	if _, _, err := restartInOrder(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1)); err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
 	return nil
@@ -667,11 +667,8 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 		return ctrl.Result{}, false, err
 	}
 	fallback := ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1)
-	restored, err := quiesce.Restore(ctx, c, controllers, fallback)
-	if err != nil {
-		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
-	}
-	unavailable, err := quiesce.Unavailable(ctx, c, controllers)
+	// The providers first, their managers once the providers are Available.
+	restored, unavailable, err := restartInOrder(ctx, c, controllers, fallback)
 	if err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
 	}
@@ -778,13 +775,9 @@ func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c c
 // original-replicas annotation (recorded on the Deployment before a crash
 // kept it out of status). A Deployment with neither was never touched.
 func (r *MoveOperationReconciler) controllersToRestore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) ([]quiesce.Controller, error) {
-	selector, err := controllerSelectorOf(s.mo)
+	found, err := r.selectControllers(ctx, s, c, role)
 	if err != nil {
 		return nil, err
-	}
-	found, err := quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...)
-	if err != nil {
-		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	seen := map[types.NamespacedName]bool{}
 	var out []quiesce.Controller
@@ -807,7 +800,7 @@ func (r *MoveOperationReconciler) recordedControllers(s *scope, role movev1alpha
 	var out []quiesce.Controller
 	for _, c := range s.mo.Status.Controllers {
 		if c.Cluster == role {
-			out = append(out, quiesce.Controller{Key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Recorded: ptr.To(c.OriginalReplicas)})
+			out = append(out, quiesce.Controller{Key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Recorded: ptr.To(c.OriginalReplicas), Manager: c.Manager})
 		}
 	}
 	return out
@@ -818,12 +811,9 @@ func (r *MoveOperationReconciler) recordedControllers(s *scope, role movev1alpha
 func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
 	controllers := r.recordedControllers(s, role)
 	if len(s.mo.Status.Controllers) == 0 {
-		selector, err := controllerSelectorOf(s.mo)
-		if err != nil {
+		var err error
+		if controllers, err = r.selectControllers(ctx, s, c, role); err != nil {
 			return nil, err
-		}
-		if controllers, err = quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...); err != nil {
-			return nil, fmt.Errorf("%s cluster: %w", role, err)
 		}
 	}
 	wh, err := quiesce.FindWebhooks(ctx, c, controllers)

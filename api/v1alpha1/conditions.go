@@ -69,8 +69,15 @@ const (
 	// another version there, or holds objects in more than one stored version.
 	ReasonCRDMismatch = "CRDMismatch"
 	// ReasonProviderMissing: a provider installed in the source is not
-	// installed in the target.
+	// installed in the target, or is older there (clusterctl move's rule).
 	ReasonProviderMissing = "ProviderMissing"
+	// ReasonControllerNotFound: a Deployment named in
+	// spec.controllers.additional does not exist in a cluster it is named for.
+	ReasonControllerNotFound = "ControllerNotFound"
+	// ReasonControllerRestarted: a controller the move stopped ran again
+	// before the point of no return (something the move does not stop
+	// scaled it up); the move is rolled back.
+	ReasonControllerRestarted = "ControllerRestarted"
 	// ReasonNotProvisioned: a Cluster to move is not fully provisioned.
 	ReasonNotProvisioned = "NotProvisioned"
 	// ReasonOrphanedObjects: objects in the move graph have an owner that is

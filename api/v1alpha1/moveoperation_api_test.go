@@ -110,6 +110,7 @@ func TestAValidMoveOperationGetsItsDefaults(t *testing.T) {
 			Key: movev1alpha1.DefaultControllerLabel, Operator: metav1.LabelSelectorOpExists,
 		}},
 	}), "controllers default to every Deployment clusterctl labels as a provider")
+	g.Expect(got.Spec.Controllers.Additional).To(BeEmpty(), "no managers are named unless the user names them")
 	g.Expect(got.Spec.Timeouts.ScaleDown).To(Equal(&metav1.Duration{Duration: 5 * time.Minute}))
 	g.Expect(got.Spec.Timeouts.ScaleUp).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
 	g.Expect(got.Spec.Timeouts.BlockMove).To(Equal(&metav1.Duration{Duration: 10 * time.Minute}))
@@ -174,6 +175,27 @@ func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
 			name:   "negative fallback replicas are refused",
 			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.Controllers.FallbackReplicas = ptr.To[int32](-1) },
 			want:   []string{"spec.controllers.fallbackReplicas", "greater than or equal to 0"},
+		},
+		{
+			name: "an additional controller in a cluster other than Source, Target or Both is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Controllers.Additional = []movev1alpha1.AdditionalController{{Cluster: "Management", Namespace: "turtles", Name: "turtles"}}
+			},
+			want: []string{"spec.controllers.additional[0].cluster", "Unsupported value", `"Both"`},
+		},
+		{
+			name: "an additional controller without a name is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Controllers.Additional = []movev1alpha1.AdditionalController{{Namespace: "turtles"}}
+			},
+			want: []string{"spec.controllers.additional[0].name"},
+		},
+		{
+			name: "an additional controller in a namespace that is not a DNS-1123 label is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Controllers.Additional = []movev1alpha1.AdditionalController{{Namespace: "Rancher_Turtles", Name: "turtles"}}
+			},
+			want: []string{"spec.controllers.additional[0].namespace", "should match"},
 		},
 		{
 			name:        "a timeout that is not a Go duration is refused",
@@ -357,4 +379,23 @@ func createRaw(mo *movev1alpha1.MoveOperation, timeouts map[string]any, dropSpec
 		unstructured.RemoveNestedField(u.Object, "spec", f)
 	}
 	return k8sClient.Create(context.Background(), u)
+}
+
+func TestAnAdditionalControllerIsInBothClustersUnlessSaidOtherwise(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	spec := validSpec()
+	spec.Controllers.Additional = []movev1alpha1.AdditionalController{
+		{Namespace: "rancher-turtles-system", Name: "rancher-turtles-controller-manager"},
+		{Cluster: movev1alpha1.ControllerInTarget, Namespace: "platform", Name: "platform-manager"},
+	}
+	mo := newMoveOperation("additional-defaults", spec)
+	g.Expect(k8sClient.Create(ctx, mo)).To(Succeed())
+	got := &movev1alpha1.MoveOperation{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mo), got)).To(Succeed())
+	g.Expect(got.Spec.Controllers.Additional).To(Equal([]movev1alpha1.AdditionalController{
+		{Cluster: movev1alpha1.ControllerInBoth, Namespace: "rancher-turtles-system", Name: "rancher-turtles-controller-manager"},
+		{Cluster: movev1alpha1.ControllerInTarget, Namespace: "platform", Name: "platform-manager"},
+	}))
+	g.Expect(got.Spec.Controllers.FallbackReplicas).To(Equal(ptr.To[int32](1)), "naming managers keeps the other defaults of spec.controllers")
 }

@@ -221,6 +221,69 @@ type ControllersSpec struct {
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	FallbackReplicas *int32 `json:"fallbackReplicas,omitempty"`
+
+	// additional names more Deployments to stop for the move: managers of
+	// Cluster API objects or of the provider Deployments themselves (Rancher
+	// Turtles, your own), which would otherwise undo what the move does.
+	// Like cluster-api-operator, which the operator finds and stops by
+	// itself, they are stopped before the providers and restarted after
+	// them, with their replica counts recorded and restored. A Deployment
+	// named here that does not exist fails the move in Validating.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Additional []AdditionalController `json:"additional,omitempty"`
+}
+
+// AdditionalController names a Deployment that manages Cluster API objects
+// or provider Deployments, stopped for the duration of the move.
+type AdditionalController struct {
+	// cluster the Deployment runs in: Source, Target, or Both (the same
+	// namespace and name in each).
+	// +optional
+	// +kubebuilder:default=Both
+	Cluster ControllerCluster `json:"cluster,omitempty"`
+
+	// namespace of the Deployment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+
+	// name of the Deployment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// ControllerCluster says in which of the two clusters of a move a named
+// Deployment runs.
+// +kubebuilder:validation:Enum=Source;Target;Both
+type ControllerCluster string
+
+const (
+	// ControllerInSource is a Deployment of the source cluster only.
+	ControllerInSource ControllerCluster = "Source"
+	// ControllerInTarget is a Deployment of the target cluster only.
+	ControllerInTarget ControllerCluster = "Target"
+	// ControllerInBoth is a Deployment of the same namespace and name in
+	// both clusters.
+	ControllerInBoth ControllerCluster = "Both"
+)
+
+// In reports whether a Deployment named for c runs in the cluster of role.
+// Empty means Both, the default.
+func (c ControllerCluster) In(role ClusterRole) bool {
+	switch c {
+	case ControllerInSource:
+		return role == ClusterSource
+	case ControllerInTarget:
+		return role == ClusterTarget
+	}
+	return true
 }
 
 // TimeoutsSpec bounds the waits of a move. Each is a Go duration such as
@@ -355,8 +418,10 @@ type MoveOperationStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	PhaseTransitions []PhaseTransition `json:"phaseTransitions,omitempty"`
 
-	// controllers are the provider controller Deployments stopped for the
-	// move, with the replica counts they are restored to.
+	// controllers are the Deployments stopped for the move, with the
+	// replica counts they are restored to: the provider controllers, and
+	// the managers of the providers (manager: true; cluster-api-operator,
+	// and those named in spec.controllers.additional).
 	// +optional
 	// +listType=atomic
 	Controllers []RecordedController `json:"controllers,omitempty"`
@@ -389,7 +454,8 @@ type PhaseTransition struct {
 	Time metav1.Time `json:"time"`
 }
 
-// RecordedController is a provider controller Deployment stopped for the move.
+// RecordedController is a Deployment stopped for the move: a provider
+// controller, or a manager of the providers.
 type RecordedController struct {
 	// cluster the Deployment runs in: Source or Target.
 	// +required
@@ -405,6 +471,13 @@ type RecordedController struct {
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	OriginalReplicas int32 `json:"originalReplicas"`
+	// manager is true for a Deployment that manages the providers or their
+	// objects (cluster-api-operator, or one named in
+	// spec.controllers.additional): it is stopped before the providers and
+	// restarted after them, so that it cannot start a provider the move
+	// has stopped.
+	// +optional
+	Manager bool `json:"manager,omitempty"`
 }
 
 // MovePlan summarises what a move copies and deletes.

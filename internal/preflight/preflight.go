@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,51 +61,6 @@ func otherVersions(t *graph.Type) []string {
 		}
 	}
 	return out
-}
-
-// providerGVK is clusterctl's inventory of installed providers.
-var providerGVK = schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "ProviderList"}
-
-// CheckProviders fails, naming them, when a provider recorded in the source's
-// clusterctl inventory is not recorded in the target's. A source without an
-// inventory (not installed by clusterctl) is not checked.
-func CheckProviders(ctx context.Context, source, target client.Reader) error {
-	have := func(c client.Reader) (map[string]bool, bool, error) {
-		full := &unstructured.UnstructuredList{}
-		full.SetGroupVersionKind(providerGVK)
-		if err := c.List(ctx, full); err != nil {
-			if meta.IsNoMatchError(err) {
-				return nil, false, nil
-			}
-			return nil, false, fmt.Errorf("listing clusterctl Providers: %w", err)
-		}
-		out := map[string]bool{}
-		for _, p := range full.Items {
-			typ, _, _ := unstructured.NestedString(p.Object, "type")
-			name, _, _ := unstructured.NestedString(p.Object, "providerName")
-			out[typ+"/"+name] = true
-		}
-		return out, true, nil
-	}
-	src, ok, err := have(source)
-	if err != nil || !ok {
-		return err
-	}
-	tgt, _, err := have(target)
-	if err != nil {
-		return fmt.Errorf("in the target: %w", err)
-	}
-	var missing []string
-	for p := range src {
-		if !tgt[p] {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	slices.Sort(missing)
-	return fmt.Errorf("providers installed in the source are missing in the target: %s; install them there (clusterctl init) first", strings.Join(missing, ", "))
 }
 
 // InTarget is what the target holds already of a plan's objects.

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +26,10 @@ type Controller struct {
 	Replicas int32
 	// Recorded is the replica count saved before the move, when one was saved.
 	Recorded *int32
+	// Manager is set for a Deployment that manages the provider Deployments
+	// (cluster-api-operator, or one the user names): it is stopped before
+	// the providers and restarted after them.
+	Manager bool
 }
 
 // SelectControllers lists the Deployments matching selector in every
@@ -271,4 +276,34 @@ func setReplicas(ctx context.Context, c client.Client, d *appsv1.Deployment, n i
 		return fmt.Errorf("scaling controller Deployment %s/%s to %d: %w", d.Namespace, d.Name, n, err)
 	}
 	return nil
+}
+
+// Restarted returns, per stopped controller that runs again, what shows it:
+// replicas above zero (somebody scaled it up: its pods may not exist yet)
+// or pods. A controller whose Deployment is gone does not run.
+func Restarted(ctx context.Context, c client.Reader, controllers []Controller) (map[types.NamespacedName]string, error) {
+	out := map[types.NamespacedName]string{}
+	var atZero []Controller
+	for _, ctrl := range controllers {
+		d := &appsv1.Deployment{}
+		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if n := ptr.Deref(d.Spec.Replicas, 1); n > 0 {
+			out[ctrl.Key] = fmt.Sprintf("scaled up to %d", n)
+			continue
+		}
+		atZero = append(atZero, ctrl)
+	}
+	pods, err := RunningPods(ctx, c, atZero)
+	if err != nil {
+		return nil, err
+	}
+	for k, n := range pods {
+		out[k] = fmt.Sprintf("%d pods", n)
+	}
+	return out, nil
 }

@@ -1,0 +1,216 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/quiesce"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// Managers of the providers: Deployments that reconcile the provider
+// Deployments themselves (cluster-api-operator scales a provider it
+// installed back to the replicas its provider object asks for) or the
+// Cluster API objects (Rancher Turtles, a user's own). Left running, one of
+// them starts a provider the move stopped, or writes objects the move is
+// copying. They are recorded and restored like the providers, flagged as
+// managers in status, and ordered around them: stopped first, their pods
+// gone, before any provider is scaled down; restarted last, once the
+// providers are Available again.
+
+// selectControllers returns the Deployments this move stops in one cluster:
+// the provider controllers spec.controllers.selector matches, and the
+// managers (cluster-api-operator, found by itself, and those named in
+// spec.controllers.additional for this cluster), flagged as such. A
+// Deployment that is both is a manager. The operator's own Deployment is
+// never among them. A named Deployment that does not exist is left out
+// here: Validating refuses the move for it.
+func (r *MoveOperationReconciler) selectControllers(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) ([]quiesce.Controller, error) {
+	selector, err := controllerSelectorOf(s.mo)
+	if err != nil {
+		return nil, err
+	}
+	providers, err := quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	keys, err := r.managersOf(ctx, s.mo, c, role)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	managers, _, err := quiesce.GetControllers(ctx, c, keys, true)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	isManager := map[types.NamespacedName]bool{}
+	for _, m := range managers {
+		isManager[m.Key] = true
+	}
+	out := managers
+	for _, p := range providers {
+		if !isManager[p.Key] {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
+	return out, nil
+}
+
+// managersOf names the managers to stop in one cluster: cluster-api-operator
+// and the Deployments spec.controllers.additional names for this cluster,
+// never the operator's own.
+func (r *MoveOperationReconciler) managersOf(ctx context.Context, mo *movev1alpha1.MoveOperation, c client.Reader, role movev1alpha1.ClusterRole) ([]types.NamespacedName, error) {
+	keys, err := quiesce.FindCAPIOperator(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	keys = append(keys, additionalIn(mo, role)...)
+	skip := map[types.NamespacedName]bool{}
+	for _, e := range r.excluded(role) {
+		skip[e] = true
+	}
+	var out []types.NamespacedName
+	for _, k := range keys {
+		if !skip[k] {
+			skip[k] = true
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// additionalIn returns the Deployments spec.controllers.additional names for
+// the cluster of role.
+func additionalIn(mo *movev1alpha1.MoveOperation, role movev1alpha1.ClusterRole) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, a := range mo.Spec.Controllers.Additional {
+		if a.Cluster.In(role) {
+			out = append(out, types.NamespacedName{Namespace: a.Namespace, Name: a.Name})
+		}
+	}
+	return out
+}
+
+// checkManagers fails the move (failed=true) when spec.controllers.additional
+// names a Deployment that does not exist in a cluster it is named for: a
+// manager the user wants stopped and the move cannot find would go on
+// running. Otherwise it returns, for the plan, a note per manager the move
+// stops, so that a dry run shows them.
+func (r *MoveOperationReconciler) checkManagers(ctx context.Context, s *scope, target *remote.Target) (notes []string, failed bool, err error) {
+	for _, c := range r.clusters(target) {
+		_, missing, err := quiesce.GetControllers(ctx, c.client, additionalIn(s.mo, c.role), true)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		if len(missing) > 0 {
+			names := make([]string, 0, len(missing))
+			for _, k := range missing {
+				names = append(names, k.String())
+			}
+			s.fail(movev1alpha1.ReasonControllerNotFound, fmt.Sprintf(
+				"spec.controllers.additional names Deployment %s in the %s cluster, which does not exist there; correct its namespace and name, or its cluster (Source, Target or Both), in a new MoveOperation",
+				strings.Join(names, ", "), strings.ToLower(string(c.role))))
+			return nil, true, nil
+		}
+		operators, err := quiesce.FindCAPIOperator(ctx, c.client)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		for _, k := range operators {
+			notes = append(notes, fmt.Sprintf(
+				"%s cluster: cluster-api-operator (Deployment %s) reconciles the provider Deployments; it is stopped for the move before the providers, and restarted after them",
+				c.role, k))
+		}
+		for _, k := range additionalIn(s.mo, c.role) {
+			notes = append(notes, fmt.Sprintf(
+				"%s cluster: Deployment %s (spec.controllers.additional) is stopped for the move before the providers, and restarted after them", c.role, k))
+		}
+	}
+	return notes, false, nil
+}
+
+// stopControllers scales the managers to zero in both clusters and, only
+// once every pod of theirs is gone, the providers. A manager's pod that is
+// terminating may still be running its reconciles and start a provider
+// again, so the providers wait for the pods to be gone, not for a replica
+// count of zero. It returns the pods still running, per cluster and
+// Deployment: the move goes on once there are none.
+func (r *MoveOperationReconciler) stopControllers(ctx context.Context, s *scope, target *remote.Target) (map[string]int, error) {
+	remaining := map[string]int{}
+	for _, managersNow := range []bool{true, false} {
+		for _, c := range r.clusters(target) {
+			providers, managers := quiesce.SplitManagers(r.recordedControllers(s, c.role))
+			stage := providers
+			if managersNow {
+				stage = managers
+			}
+			if err := quiesce.ScaleDown(ctx, c.client, stage); err != nil {
+				return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+			}
+			pods, err := quiesce.RunningPods(ctx, c.client, stage)
+			if err != nil {
+				return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+			}
+			for k, n := range pods {
+				remaining[fmt.Sprintf("%s %s", c.role, k)] = n
+			}
+		}
+		if len(remaining) > 0 {
+			return remaining, nil
+		}
+	}
+	return remaining, nil
+}
+
+// restartInOrder scales one cluster's providers back to their recorded
+// replicas and, once they are all Available, their managers: a manager back
+// first would find the providers still at zero. It returns what it
+// restored and what is not yet Available.
+func restartInOrder(ctx context.Context, c client.Client, controllers []quiesce.Controller, fallback int32) ([]quiesce.Controller, map[types.NamespacedName]string, error) {
+	providers, managers := quiesce.SplitManagers(controllers)
+	restored, err := quiesce.Restore(ctx, c, providers, fallback)
+	if err != nil {
+		return nil, nil, err
+	}
+	unavailable, err := quiesce.Unavailable(ctx, c, providers)
+	if err != nil || len(unavailable) > 0 || len(managers) == 0 {
+		return restored, unavailable, err
+	}
+	restoredManagers, err := quiesce.Restore(ctx, c, managers, fallback)
+	if err != nil {
+		return nil, nil, err
+	}
+	unavailable, err = quiesce.Unavailable(ctx, c, managers)
+	return append(restored, restoredManagers...), unavailable, err
+}
+
+// checkStillStopped fails the move, before its point of no return, when a
+// controller it stopped runs again: something the move does not stop (a
+// manager it was not told of) scaled it back up. Deleting the source's
+// objects with their provider running there would let it delete their
+// infrastructure as well.
+func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope, target *remote.Target) (failed bool, err error) {
+	var restarted []string
+	for _, c := range r.clusters(target) {
+		found, err := quiesce.Restarted(ctx, c.client, r.recordedControllers(s, c.role))
+		if err != nil {
+			return false, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		if len(found) > 0 {
+			restarted = append(restarted, fmt.Sprintf("in the %s cluster %s", strings.ToLower(string(c.role)), formatReasons(found)))
+		}
+	}
+	if len(restarted) == 0 {
+		return false, nil
+	}
+	s.fail(movev1alpha1.ReasonControllerRestarted, fmt.Sprintf(
+		"controllers the move stopped run again, %s: something the move does not stop scaled them up (a manager of the providers: name its Deployment in spec.controllers.additional); the move is rolled back before anything is deleted",
+		strings.Join(restarted, "; ")))
+	return true, nil
+}
