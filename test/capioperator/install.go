@@ -74,7 +74,7 @@ func findModule(ctx context.Context) (string, string, error) {
 	}
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return "", "", fmt.Errorf("locating %s@%s in the module cache: %v %s", modulePath, version, err, mod.Error)
+		return "", "", fmt.Errorf("locating %s@%s in the module cache: %w %s", modulePath, version, err, mod.Error)
 	}
 	return mod.Dir, version, nil
 }
