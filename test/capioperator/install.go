@@ -2,21 +2,16 @@ package capioperator
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"reflect"
-	"runtime"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	operatorv1 "sigs.k8s.io/cluster-api-operator/api/v1alpha2"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/move-operator/move-operator/test/gomodule"
 )
 
 const modulePath = "sigs.k8s.io/cluster-api-operator"
@@ -46,37 +41,7 @@ func ModuleDir(ctx context.Context) (dir, version string, err error) {
 }
 
 func findModule(ctx context.Context) (string, string, error) {
-	fn := runtime.FuncForPC(reflect.ValueOf(anchor).Pointer())
-	if fn == nil {
-		return "", "", errors.New("finding the cluster-api-operator module: no symbol information")
-	}
-	file, _ := fn.FileLine(fn.Entry())
-	file = filepath.ToSlash(file)
-	marker := modulePath + "@"
-	i := strings.LastIndex(file, marker)
-	if i < 0 {
-		return "", "", fmt.Errorf("finding the cluster-api-operator module: %s is not in a module cache path", file)
-	}
-	version, _, _ := strings.Cut(file[i+len(marker):], "/")
-	root := strings.TrimSuffix(file, "/"+anchorFile)
-	if filepath.IsAbs(root) {
-		if _, err := os.Stat(filepath.Join(root, anchorFile)); err == nil {
-			return root, version, nil
-		}
-	}
-	// Built with -trimpath: ask the go command where the module cache keeps it.
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", modulePath+"@"+version)
-	cmd.Dir = os.TempDir() // outside any module: the project's go.mod stays untouched
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GO111MODULE=on")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", "", fmt.Errorf("locating %s@%s in the module cache: %w", modulePath, version, err)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return "", "", fmt.Errorf("locating %s@%s in the module cache: %w %s", modulePath, version, err, mod.Error)
-	}
-	return mod.Dir, version, nil
+	return gomodule.Dir(ctx, modulePath, anchor, anchorFile)
 }
 
 // InstallCRDs installs cluster-api-operator's provider CRDs, as its module

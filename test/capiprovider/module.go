@@ -2,18 +2,11 @@ package capiprovider
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"reflect"
-	"runtime"
-	"strings"
 	"sync"
 
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
+
+	"github.com/move-operator/move-operator/test/gomodule"
 )
 
 const capiModulePath = "sigs.k8s.io/cluster-api"
@@ -44,52 +37,5 @@ func capiModuleDir(ctx context.Context) (dir, version string, err error) {
 }
 
 func findCAPIModule(ctx context.Context) (string, string, error) {
-	fn := runtime.FuncForPC(reflect.ValueOf(capiAnchor).Pointer())
-	if fn == nil {
-		return "", "", errors.New("finding the cluster-api module: no symbol information")
-	}
-	file, _ := fn.FileLine(fn.Entry())
-	file = filepath.ToSlash(file)
-	marker := capiModulePath + "@"
-	i := strings.LastIndex(file, marker)
-	if i < 0 {
-		return "", "", fmt.Errorf("finding the cluster-api module: %s is not in a module cache path", file)
-	}
-	rest := file[i+len(marker):]
-	version, _, _ := strings.Cut(rest, "/")
-	root := strings.TrimSuffix(file, "/"+capiAnchorFile)
-	if filepath.IsAbs(root) {
-		if _, err := os.Stat(filepath.Join(root, capiAnchorFile)); err == nil {
-			return root, version, nil
-		}
-	}
-	// Built with -trimpath: ask the go command where the module cache keeps it.
-	dir, err := downloadModule(ctx, capiModulePath, version)
-	return dir, version, err
-}
-
-func downloadModule(ctx context.Context, path, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", path+"@"+version)
-	// Outside any module, so the project's go.mod is neither read nor touched.
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GO111MODULE=on")
-	out, err := cmd.Output()
-	if err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			err = fmt.Errorf("%w: %s", err, exitErr.Stderr)
-		}
-		return "", fmt.Errorf("locating %s@%s in the module cache: %w", path, version, err)
-	}
-	var mod struct {
-		Dir   string
-		Error string
-	}
-	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", fmt.Errorf("parsing go mod download output for %s@%s: %w", path, version, err)
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("locating %s@%s in the module cache: %s", path, version, mod.Error)
-	}
-	return mod.Dir, nil
+	return gomodule.Dir(ctx, capiModulePath, capiAnchor, capiAnchorFile)
 }

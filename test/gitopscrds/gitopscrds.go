@@ -8,17 +8,15 @@ package gitopscrds
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/move-operator/move-operator/test/gomodule"
 )
 
 // A pinned module and the CRD files in it.
@@ -50,7 +48,7 @@ var located struct {
 func Files(ctx context.Context) ([]string, error) {
 	located.once.Do(func() {
 		for _, m := range modules {
-			dir, err := download(ctx, m.path, m.version)
+			dir, err := gomodule.Download(ctx, m.path, m.version)
 			if err != nil {
 				located.err = err
 				return
@@ -77,28 +75,4 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("installing the Flux and Argo CD CRDs: %w", err)
 	}
 	return nil
-}
-
-// download returns the directory of a module version in the module cache.
-func download(ctx context.Context, path, version string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", path+"@"+version)
-	// Outside any module, so the project's go.mod is neither read nor touched.
-	cmd.Dir = os.TempDir()
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GO111MODULE=on")
-	out, err := cmd.Output()
-	var mod struct{ Dir, Error string }
-	if jerr := json.Unmarshal(out, &mod); jerr == nil && mod.Error != "" {
-		return "", fmt.Errorf("downloading %s@%s: %s", path, version, mod.Error)
-	}
-	if err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			err = fmt.Errorf("%w: %s", err, exitErr.Stderr)
-		}
-		return "", fmt.Errorf("downloading %s@%s: %w", path, version, err)
-	}
-	if mod.Dir == "" {
-		return "", fmt.Errorf("downloading %s@%s: the go command named no directory", path, version)
-	}
-	return mod.Dir, nil
 }
