@@ -388,7 +388,30 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (ctrl
 // once more, and a moved set that changed meanwhile (an object created or
 // deleted in a moved hierarchy by a writer the move does not stop) fails
 // the move, before its point of no return.
+//
+// An error that persists (the record of the plan cannot be written, the
+// source cannot be read again) rolls the move back once Copying has made no
+// progress for spec.timeouts.copy, as a failing copy does: before the point
+// of no return no retry may go on for ever with the providers stopped.
 func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (ctrl.Result, error) {
+	res, err := r.copying(ctx, s)
+	if err == nil {
+		return res, nil
+	}
+	timeout := durationOr(s.mo.Spec.Timeouts.Copy, 10*time.Minute)
+	since := s.phaseStarted()
+	if p := s.mo.Status.Progress; p != nil && p.LastProgressTime != nil && p.LastProgressTime.After(since) {
+		since = p.LastProgressTime.Time
+	}
+	if time.Since(since) > timeout {
+		s.fail(movev1alpha1.ReasonCopyTimeout, fmt.Sprintf(
+			"Copying made no progress for %s (spec.timeouts.copy); the move is rolled back: %v", timeout, err))
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (ctrl.Result, error) {
 	mo := s.mo
 	target, res, ok := r.target(ctx, s, false)
 	if !ok {
@@ -706,11 +729,17 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 				return ctrl.Result{}, false, fmt.Errorf("target cluster: %w", err)
 			}
 			plan, err := r.recordedPlan(ctx, mo)
-			if err != nil {
+			switch {
+			case errors.Is(err, errNoRecord):
+				// Past the point of no return: what is kept is not noted,
+				// and a later move of it finds its copy as a conflict.
+				log.FromContext(ctx).Info("not noting the copies of what the source keeps", "reason", err.Error())
+			case err != nil:
 				return ctrl.Result{}, false, err
-			}
-			if _, err := move.RecordCopies(ctx, c, target.Client, targetID, plan, r.Move); err != nil {
-				return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+			default:
+				if _, err := move.RecordCopies(ctx, c, target.Client, targetID, plan, r.Move); err != nil {
+					return ctrl.Result{}, false, fmt.Errorf("%s cluster: %w", role, err)
+				}
 			}
 		}
 		if role == movev1alpha1.ClusterTarget && s.mo.Status.Phase == movev1alpha1.PhaseRestoringTarget {

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,8 +17,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -336,4 +339,25 @@ func sourceReplicas(st clusterState) map[string]int32 {
 		}
 	}
 	return out
+}
+
+// A move whose plan cannot be recorded (the MoveOperation's namespace
+// refuses the ConfigMaps: a quota, a policy) copies nothing, and does not
+// retry for ever with every provider stopped: once Copying has made no
+// progress for spec.timeouts.copy, it rolls back.
+func TestAPlanThatCannotBeRecordedRollsTheMoveBack(t *testing.T) {
+	rc := newRollbackCase(t, "norecord")
+	startOperator(t, operatorOptions{failIf: func(cluster, verb string, obj client.Object) error {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cluster == "source" && verb == "create" && cm.Labels[movev1alpha1.PlanOfLabel] != "" {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, cm.Name, errors.New("exceeded quota: fault injected by the test"))
+		}
+		return nil
+	}})
+	mo := newMoveOperation(t, rc.ops, "move", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Second}},
+	})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
+	g := NewWithT(t)
+	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring("exceeded quota"))
 }
