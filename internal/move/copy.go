@@ -292,7 +292,7 @@ func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
-		if err := retry(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
+		if err := retryTransient(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
 			return err
 		}
 		for i := range list.Items {
@@ -367,7 +367,7 @@ func (c *Copier) readSource(ctx context.Context, o *graph.Object, src *unstructu
 	if src == nil {
 		src = &unstructured.Unstructured{}
 		src.SetGroupVersionKind(o.GVK)
-		if err := retry(ctx, func() error { return c.source.Get(ctx, o.Key(), src, readAtLeast(o.ResourceVersion)) }); err != nil {
+		if err := retryTransient(ctx, func() error { return c.source.Get(ctx, o.Key(), src, readAtLeast(o.ResourceVersion)) }); err != nil {
 			return nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
 		}
 	}
@@ -423,7 +423,7 @@ func (c *Copier) ownersOf(ctx context.Context, o *graph.Object, src *unstructure
 // used as found. sourceUnchanged says whether src is as an earlier move
 // recorded it in prov.
 func (c *Copier) createInTarget(ctx context.Context, o *graph.Object, obj *unstructured.Unstructured, prov Provenance, sourceUnchanged bool) (created bool, generation int64, asFound bool, err error) {
-	err = retry(ctx, func() error { return c.target.Create(ctx, obj) })
+	err = retryTransient(ctx, func() error { return c.target.Create(ctx, obj) })
 	switch {
 	case err == nil:
 		return true, obj.GetGeneration(), false, nil
@@ -432,7 +432,7 @@ func (c *Copier) createInTarget(ctx context.Context, o *graph.Object, obj *unstr
 	}
 	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(o.GVK)
-	if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
 		return false, 0, false, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
 	}
 	ours := isOurCopy(existing, c.operation, c.copies)
@@ -520,7 +520,7 @@ func (c *Copier) copyStatus(ctx context.Context, o *graph.Object, uid types.UID,
 	target.SetGroupVersionKind(o.GVK)
 	target.SetNamespace(o.Namespace)
 	target.SetName(o.Name)
-	if err := retry(ctx, func() error {
+	if err := retryTransient(ctx, func() error {
 		return c.target.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 	}); err != nil {
 		return fmt.Errorf("copying the status of %s to the target: %w", o.ObjectRef, err)
@@ -557,7 +557,7 @@ func (c *Copier) linkOwners(ctx context.Context, d copied) error {
 	obj.SetGroupVersionKind(d.object.GVK)
 	obj.SetNamespace(d.object.Namespace)
 	obj.SetName(d.object.Name)
-	if err := retry(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
 		return fmt.Errorf("linking the owners of %s in the target: %w", d.object.ObjectRef, err)
 	}
 	return nil
@@ -599,7 +599,7 @@ func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, uid 
 	target.SetGroupVersionKind(o.GVK)
 	target.SetNamespace(o.Namespace)
 	target.SetName(o.Name)
-	if err := retry(ctx, func() error { return c.target.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
 		return fmt.Errorf("restoring the managed fields of %s in the target: %w", o.ObjectRef, err)
 	}
 	return nil
@@ -645,7 +645,7 @@ func (c *Copier) targetUID(ctx context.Context, owner *graph.Object) (types.UID,
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(owner.GVK)
-	if err := retry(ctx, func() error { return c.target.Get(ctx, owner.Key(), obj) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, owner.Key(), obj) }); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("its owner %s is not in the target yet (copy the groups in order)", owner.ObjectRef)
 		}
@@ -663,7 +663,7 @@ func (c *Copier) targetUID(ctx context.Context, owner *graph.Object) (types.UID,
 func (c *Copier) foundUID(ctx context.Context, o *graph.Object) (types.UID, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(o.GVK)
-	if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), obj) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, o.Key(), obj) }); err != nil {
 		return "", fmt.Errorf("reading %s, which the target had when the move began: %w", o.ObjectRef, err)
 	}
 	return obj.GetUID(), nil
@@ -701,7 +701,7 @@ func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
-	err := retry(ctx, func() error { return c.Create(ctx, ns) })
+	err := retryTransient(ctx, func() error { return c.Create(ctx, ns) })
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s in the target: %w", name, err)
 	}

@@ -25,7 +25,7 @@ func listMetadata(ctx context.Context, c client.Reader, gvk schema.GroupVersionK
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		listOpts := append(slices.Clone(opts), client.Limit(pageSize), client.Continue(token))
-		if err := retry(ctx, func() error { return c.List(ctx, list, listOpts...) }); err != nil {
+		if err := retryTransient(ctx, func() error { return c.List(ctx, list, listOpts...) }); err != nil {
 			return err
 		}
 		err := meta.EachListItem(list, func(o runtime.Object) error {

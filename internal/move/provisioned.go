@@ -97,7 +97,7 @@ func listPlanned(ctx context.Context, c client.Reader, plan *graph.Plan, gk sche
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 			opts := []client.ListOption{client.InNamespace(ns), client.Limit(pageSize), client.Continue(token)}
-			if err := retry(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
+			if err := retryTransient(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
 				return fmt.Errorf("listing %s%s: %w", graph.KindString(gk), inNamespace(ns), err)
 			}
 			for i := range list.Items {
