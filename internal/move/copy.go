@@ -283,6 +283,13 @@ func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[
 // listFull lists the objects of a kind in a namespace ("" for all, or for a
 // cluster-scoped kind) in full, page by page, and calls each for every
 // object until it returns false.
+//
+// It reads the next page only when each has taken the last one, not through
+// listing.Each: the pager reads a page ahead while one is handled, and each
+// here hands objects to the copy, which can hold a page for as long as it
+// takes to copy it, so memory would hold two pages of full objects instead
+// of one. An expired continue token ends the list with an error; sources
+// then reads one by one what the list did not deliver.
 func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, namespace string, each func(*unstructured.Unstructured) bool) error {
 	token := ""
 	for {
