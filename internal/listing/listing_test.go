@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// configMaps returns a client holding n ConfigMaps whose continue tokens
+// configMaps returns a client holding ten ConfigMaps whose continue tokens
 // expire: the first `expiries` requests that carry one fail with 410.
-func configMaps(t *testing.T, n int, expiries int32) (client.Client, *atomic.Int32) {
+func configMaps(t *testing.T, expiries int32) (client.Client, *atomic.Int32) {
 	t.Helper()
 	var objs []client.Object
-	for i := range n {
+	for i := range 10 {
 		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("cm-%02d", i), UID: types.UID(fmt.Sprintf("uid-%02d", i))}})
 	}
 	var requests, expired atomic.Int32
@@ -68,7 +68,7 @@ func TestEach(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("every object is handled once, page by page", func(t *testing.T) {
-		c, requests := configMaps(t, 10, 0)
+		c, requests := configMaps(t, 0)
 		seen := map[string]int{}
 		if err := Each(ctx, request(c), func(o client.Object) error { seen[o.GetName()]++; return nil }); err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestEach(t *testing.T) {
 	})
 
 	t.Run("an expired continue token starts the listing over, and no object is handled twice", func(t *testing.T) {
-		c, _ := configMaps(t, 10, 2)
+		c, _ := configMaps(t, 2)
 		seen := map[string]int{}
 		if err := Each(ctx, request(c), func(o client.Object) error { seen[o.GetName()]++; return nil }); err != nil {
 			t.Fatal(err)
@@ -98,7 +98,7 @@ func TestEach(t *testing.T) {
 	})
 
 	t.Run("a token that keeps expiring fails the listing after MaxRestarts", func(t *testing.T) {
-		c, requests := configMaps(t, 10, 1000)
+		c, requests := configMaps(t, 1000)
 		err := Each(ctx, request(c), func(client.Object) error { return nil })
 		if !apierrors.IsResourceExpired(err) {
 			t.Fatalf("got %v, want the expiry", err)
@@ -110,7 +110,7 @@ func TestEach(t *testing.T) {
 	})
 
 	t.Run("an error of the callback stops the listing, and is returned as it is", func(t *testing.T) {
-		c, _ := configMaps(t, 10, 0)
+		c, _ := configMaps(t, 0)
 		stop := apierrors.NewResourceExpired("the callback's own")
 		calls := 0
 		err := Each(ctx, request(c), func(client.Object) error { calls++; return stop })
