@@ -930,7 +930,8 @@ func (b *clusterBuilder) setMachinePoolStatus(ctx context.Context, mp *clusterv1
 		// its controller reports through the deprecated v1beta1 ones.
 		Conditions: conditions(mp.Generation, isFalse(clusterv1.PausedCondition, clusterv1.NotPausedReason)),
 		Deprecated: &clusterv1.MachinePoolDeprecatedStatus{V1Beta1: &clusterv1.MachinePoolV1Beta1DeprecatedStatus{
-			Conditions: v1beta1Conditions( //nolint:staticcheck // what the MachinePool controller still reportsclusterv1.ReadyV1Beta1Condition, clusterv1.BootstrapReadyV1Beta1Condition,
+			Conditions: v1beta1Conditions( //nolint:staticcheck // what the MachinePool controller still reports
+				clusterv1.ReadyV1Beta1Condition, clusterv1.BootstrapReadyV1Beta1Condition,
 				clusterv1.InfrastructureReadyV1Beta1Condition, clusterv1.ReplicasReadyV1Beta1Condition),
 		}},
 	}
