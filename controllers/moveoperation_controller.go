@@ -15,6 +15,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/cluster-api/util/finalizers"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -194,14 +195,13 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 
 	// Without the finalizer, a deletion before the point of no return could
 	// not roll back. Add it before anything else, and reconcile again.
-	if mo.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(mo, movev1alpha1.MoveOperationFinalizer) {
-		patch := client.MergeFrom(mo.DeepCopy())
-		controllerutil.AddFinalizer(mo, movev1alpha1.MoveOperationFinalizer)
-		if err := r.Client.Patch(ctx, mo, patch); err != nil {
-			err = fmt.Errorf("adding finalizer to MoveOperation %s: %w", req.NamespacedName, err)
-			r.reportError(ctx, req.NamespacedName, mo, err)
-			return ctrl.Result{}, err
-		}
+	added, err := finalizers.EnsureFinalizer(ctx, r.Client, mo, movev1alpha1.MoveOperationFinalizer)
+	if err != nil {
+		err = fmt.Errorf("adding finalizer to MoveOperation %s: %w", req.NamespacedName, err)
+		r.reportError(ctx, req.NamespacedName, mo, err)
+		return ctrl.Result{}, err
+	}
+	if added {
 		// The patch is an update event: the next reconcile follows it.
 		return ctrl.Result{}, nil
 	}
