@@ -167,7 +167,6 @@ func run(opts options) error {
 		Client:    mgr.GetClient(),
 		Source:    source,
 		APIReader: mgr.GetAPIReader(),
-		Scheme:    scheme,
 		Recorder:  mgr.GetEventRecorder("move-operator"),
 		Targets: &remote.Clients{
 			Reader: mgr.GetAPIReader(), Scheme: scheme,

@@ -82,6 +82,7 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 		wantPhase  movev1alpha1.MovePhase
 		wantReason string
 		wantInMsg  string
+		alsoInMsg  []string
 	}{
 		{
 			name: "a missing Secret stalls the move until it exists", spec: movev1alpha1.MoveOperationSpec{Target: targetRef("absent")},
@@ -108,6 +109,18 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 			spec:      movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: []string{"no-such-namespace"}},
 			wantPhase: movev1alpha1.PhaseFailed, wantReason: movev1alpha1.ReasonNamespaceNotFound, wantInMsg: `"no-such-namespace"`,
 		},
+		{
+			// Every check runs: the first finding gives the reason, the
+			// message names them all, so one dry run shows what to fix.
+			name: "every problem is named at once",
+			spec: movev1alpha1.MoveOperationSpec{
+				Target: targetRef("target"), Namespaces: []string{"no-such-namespace", "nor-this-one"}, DryRun: true,
+				ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"not a label key!": "x"}},
+			},
+			wantPhase: movev1alpha1.PhaseFailed, wantReason: movev1alpha1.ReasonInvalidSelector,
+			wantInMsg: `spec.clusterSelector is not a valid label selector`,
+			alsoInMsg: []string{`"no-such-namespace"`, `"nor-this-one"`},
+		},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,6 +144,9 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, movev1alpha1.ReconcilingCondition)).To(BeNil(),
 				"a stalled move is not reconciling")
 			g.Expect(kstatusOf(g, got)).To(Equal(status.FailedStatus))
+			for _, also := range tc.alsoInMsg {
+				g.Expect(got.Status.FailureMessage).To(ContainSubstring(also))
+			}
 			if tc.wantPhase == movev1alpha1.PhaseFailed {
 				g.Expect(got.Status.FailureReason).To(Equal(tc.wantReason))
 				g.Expect(got.Status.CompletionTime).NotTo(BeNil())

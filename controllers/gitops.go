@@ -11,7 +11,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/gitops"
-	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/preflight"
 )
 
 // What the operator does to GitOps managers of moved objects, in the source
@@ -20,91 +20,6 @@ import (
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;patch;update
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;patch;update
 // +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;patch;update
-
-// maxGitOpsNamed is how many managers a message names.
-const maxGitOpsNamed = 10
-
-// maxGitOpsItems is how many managers status.plan.gitOps.items holds (its
-// MaxItems validation).
-const maxGitOpsItems = 50
-
-// validateGitOps finds the GitOps managers of the plan's objects, reports
-// them in status.plan.gitOps, and applies spec.gitOps: Refuse fails the
-// move (stop is true), Suspend and Ignore add a plan warning (Ignore also
-// an event). It writes nothing to the clusters.
-func (r *MoveOperationReconciler) validateGitOps(ctx context.Context, s *scope, plan *graph.Plan) (stop bool, err error) {
-	mo := s.mo
-	managed, objects, err := gitops.Detect(ctx, r.Source, plan)
-	if err != nil {
-		return false, fmt.Errorf("finding the GitOps managers of the objects to move: %w", err)
-	}
-	s.gitOps = nil
-	if len(managed) == 0 {
-		return false, nil
-	}
-	managers, err := gitops.Resolve(ctx, r.Source, managed)
-	if err != nil {
-		return false, fmt.Errorf("reading the GitOps managers of the objects to move: %w", err)
-	}
-	s.gitOps = gitOpsReport(managers, objects)
-	if mo.Status.Plan != nil {
-		mo.Status.Plan.GitOps = s.gitOps
-	}
-	named := gitops.Describe(managers, maxGitOpsNamed)
-	var missing []gitops.Manager
-	for _, m := range managers {
-		if m.State == movev1alpha1.GitOpsNotFound {
-			missing = append(missing, m)
-		}
-	}
-	switch mo.Spec.GitOps {
-	case movev1alpha1.GitOpsSuspend:
-		verb := "are suspended"
-		if mo.Spec.DryRun {
-			verb = "would be suspended"
-		}
-		plan.Warnings = append(plan.Warnings, fmt.Sprintf(
-			"GitOps manages %d objects to move: %s; the reconciling ones %s in the source before the move writes anything, and stay suspended after it: point their sources at the target cluster (or remove the moved objects from them), then resume them; a rollback gives them back what they had",
-			objects, named, verb))
-		if len(missing) > 0 {
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf(
-				"%s: named by moved objects, not found in the source cluster; if they run in another cluster (a GitOps tool managing this one remotely), suspend them there yourself before the move",
-				gitops.Describe(missing, maxGitOpsNamed)))
-		}
-	case movev1alpha1.GitOpsIgnore:
-		msg := fmt.Sprintf("GitOps manages %d objects to move: %s; spec.gitOps is Ignore, so they keep running: stop them yourself, or they re-create the moved objects in the source after the move", objects, named)
-		plan.Warnings = append(plan.Warnings, msg)
-		r.event(mo, "Warning", movev1alpha1.ReasonGitOpsIgnored, string(movev1alpha1.PhaseValidating), msg)
-	default: // Refuse, also for objects created before the field existed.
-		s.fail(movev1alpha1.ReasonGitOpsManaged, fmt.Sprintf(
-			"GitOps manages %d objects to move: %s; left running, they would re-create the moved objects in the source after the move. Create a new MoveOperation with spec.gitOps: Suspend to have the move suspend them (then point them at the target and resume them), or Ignore if you stop them yourself",
-			objects, named))
-		return true, nil
-	}
-	return false, nil
-}
-
-// gitOpsReport is the status report of the managers found.
-func gitOpsReport(managers []gitops.Manager, objects int) *movev1alpha1.GitOpsReport {
-	report := &movev1alpha1.GitOpsReport{Managers: clamp32(len(managers)), ManagedObjects: clamp32(objects)}
-	for i, m := range managers {
-		if i == maxGitOpsItems {
-			break
-		}
-		item := movev1alpha1.GitOpsManager{
-			Kind: gitops.KindString(m.GroupKind), Namespace: m.Namespace, Name: m.Name,
-			Objects: clamp32(m.Objects), State: m.State,
-		}
-		for j, child := range m.Manages {
-			if j == 10 { // the field's MaxItems
-				break
-			}
-			item.Manages = append(item.Manages, child.String())
-		}
-		report.Items = append(report.Items, item)
-	}
-	return report
-}
 
 // suspendGitOps suspends, when spec.gitOps is Suspend, the GitOps managers
 // found in Validating, before the move writes anything else to the source.
@@ -214,18 +129,11 @@ func refOfStatus(m movev1alpha1.GitOpsManager) gitops.Ref {
 func refNames(refs []gitops.Ref) string {
 	names := make([]string, 0, len(refs))
 	for i, ref := range refs {
-		if i == maxGitOpsNamed {
-			names = append(names, fmt.Sprintf("and %d more", len(refs)-maxGitOpsNamed))
+		if i == preflight.MaxGitOpsNamed {
+			names = append(names, fmt.Sprintf("and %d more", len(refs)-preflight.MaxGitOpsNamed))
 			break
 		}
 		names = append(names, ref.String())
 	}
 	return strings.Join(names, ", ")
-}
-
-func clamp32(n int) int32 {
-	if n > 1<<31-1 {
-		return 1<<31 - 1
-	}
-	return int32(n)
 }

@@ -11,11 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/cluster-api/util/finalizers"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -47,7 +47,6 @@ type MoveOperationReconciler struct {
 	// "get" on the Secrets it is pointed at, and the MoveOperation holding
 	// the claim, which must not be judged from a stale cache.
 	APIReader client.Reader
-	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	// Targets builds and caches target clients from kubeconfig Secrets.
 	Targets *remote.Clients
@@ -140,23 +139,45 @@ func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options con
 // status, so that a restarted operator re-enters the step it was in.
 //
 // An error is retried with the controller's backoff like any returned error,
-// but reported here, once per distinct error in a row: controller-runtime
-// would log it with a stack trace on every retry, which buries the one line
-// a user of a stuck move needs.
+// but reported by reportError, once per distinct error in a row:
+// controller-runtime would log it with a stack trace on every retry, which
+// buries the one line a user of a stuck move needs.
 func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcile(ctx, req)
-	if err == nil {
-		r.lastErrors.Delete(req.NamespacedName)
-		return res, nil
+	if err != nil {
+		// Requeue (without an error) backs off exactly as an error would.
+		return ctrl.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue is what we want, without controller-runtime's log line
 	}
+	r.lastErrors.Delete(req.NamespacedName)
+	return res, nil
+}
+
+// lastError is the last error reported for a MoveOperation, and whether
+// its repetition was reported as an event.
+type lastError struct {
+	message  string
+	repeated bool
+}
+
+// reportError logs an error the first time it comes, and records a Warning
+// event the first time it comes again in a row: a step that keeps failing
+// the same way is what a user looking at a stuck move needs to see, once,
+// in the MoveOperation's events. mo is nil when the MoveOperation could
+// not be read.
+func (r *MoveOperationReconciler) reportError(ctx context.Context, key types.NamespacedName, mo *movev1alpha1.MoveOperation, err error) {
 	msg := err.Error()
-	if last, seen := r.lastErrors.Swap(req.NamespacedName, msg); !seen || last.(string) != msg {
+	v, _ := r.lastErrors.Load(key)
+	last, _ := v.(lastError)
+	if last.message != msg {
+		r.lastErrors.Store(key, lastError{message: msg})
 		log.FromContext(ctx).Info("retrying after an error", "error", msg)
-	} else {
-		log.FromContext(ctx).V(1).Info("retrying after the same error", "error", msg)
+		return
 	}
-	// Requeue (without an error) backs off exactly as an error would.
-	return ctrl.Result{Requeue: true}, nil //nolint:staticcheck // the rate-limited requeue is what we want, without controller-runtime's log line
+	log.FromContext(ctx).V(1).Info("retrying after the same error", "error", msg)
+	if !last.repeated && mo != nil {
+		r.event(mo, "Warning", movev1alpha1.ReasonRetrying, string(phaseOf(mo)), "retrying after the same error twice: "+msg)
+		r.lastErrors.Store(key, lastError{message: msg, repeated: true})
+	}
 }
 
 func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -165,19 +186,22 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("getting MoveOperation %s: %w", req.NamespacedName, err)
+		err = fmt.Errorf("getting MoveOperation %s: %w", req.NamespacedName, err)
+		r.reportError(ctx, req.NamespacedName, nil, err)
+		return ctrl.Result{}, err
 	}
 	logger := log.FromContext(ctx).WithValues("phase", phaseOf(mo))
 	ctx = log.IntoContext(ctx, logger)
 
 	// Without the finalizer, a deletion before the point of no return could
 	// not roll back. Add it before anything else, and reconcile again.
-	if mo.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(mo, movev1alpha1.MoveOperationFinalizer) {
-		patch := client.MergeFrom(mo.DeepCopy())
-		controllerutil.AddFinalizer(mo, movev1alpha1.MoveOperationFinalizer)
-		if err := r.Client.Patch(ctx, mo, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer to MoveOperation %s: %w", req.NamespacedName, err)
-		}
+	added, err := finalizers.EnsureFinalizer(ctx, r.Client, mo, movev1alpha1.MoveOperationFinalizer)
+	if err != nil {
+		err = fmt.Errorf("adding finalizer to MoveOperation %s: %w", req.NamespacedName, err)
+		r.reportError(ctx, req.NamespacedName, mo, err)
+		return ctrl.Result{}, err
+	}
+	if added {
 		// The patch is an update event: the next reconcile follows it.
 		return ctrl.Result{}, nil
 	}
@@ -214,34 +238,14 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 				retErr = kerrors.NewAggregate([]error{retErr, err})
 			}
 		}
+		if retErr != nil {
+			r.reportError(ctx, req.NamespacedName, mo, retErr)
+		}
 	}()
 
 	if !mo.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	return r.reconcilePhase(ctx, s)
-}
-
-// reconcileDelete handles a MoveOperation being deleted: before the point of
-// no return the move rolls back, after it the move finishes; only then does
-// the finalizer go.
-func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
-	mo := s.mo
-	switch phaseOf(mo) {
-	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseDone, movev1alpha1.PhaseFailed:
-		// Nothing written yet, or the move has settled.
-		if err := r.release(ctx, mo); err != nil {
-			return ctrl.Result{}, err
-		}
-		s.removeFinalizer = true
-		r.runs.Delete(mo.UID)
-		return ctrl.Result{}, nil
-	case movev1alpha1.PhaseRecording, movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying:
-		s.fail(movev1alpha1.ReasonDeletedBeforeCompletion,
-			"the MoveOperation was deleted before the point of no return; the move is rolled back and both clusters are left as they were")
-		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
-	}
-	// RollingBack, or after the point of no return: finish first.
 	return r.reconcilePhase(ctx, s)
 }
 

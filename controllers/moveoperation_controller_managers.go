@@ -70,7 +70,7 @@ func (r *MoveOperationReconciler) managersOf(ctx context.Context, mo *movev1alph
 	if err != nil {
 		return nil, err
 	}
-	keys = append(keys, additionalIn(mo, role)...)
+	keys = append(keys, mo.Spec.Controllers.AdditionalIn(role)...)
 	skip := map[types.NamespacedName]bool{}
 	for _, e := range r.excluded(role) {
 		skip[e] = true
@@ -83,56 +83,6 @@ func (r *MoveOperationReconciler) managersOf(ctx context.Context, mo *movev1alph
 		}
 	}
 	return out, nil
-}
-
-// additionalIn returns the Deployments spec.controllers.additional names for
-// the cluster of role.
-func additionalIn(mo *movev1alpha1.MoveOperation, role movev1alpha1.ClusterRole) []types.NamespacedName {
-	var out []types.NamespacedName
-	for _, a := range mo.Spec.Controllers.Additional {
-		if a.Cluster.In(role) {
-			out = append(out, types.NamespacedName{Namespace: a.Namespace, Name: a.Name})
-		}
-	}
-	return out
-}
-
-// checkManagers fails the move (failed=true) when spec.controllers.additional
-// names a Deployment that does not exist in a cluster it is named for: a
-// manager the user wants stopped and the move cannot find would go on
-// running. Otherwise it returns, for the plan, a note per manager the move
-// stops, so that a dry run shows them.
-func (r *MoveOperationReconciler) checkManagers(ctx context.Context, s *scope, target *remote.Target) (notes []string, failed bool, err error) {
-	for _, c := range r.clusters(target) {
-		_, missing, err := quiesce.GetControllers(ctx, c.client, additionalIn(s.mo, c.role), true)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s cluster: %w", c.role, err)
-		}
-		if len(missing) > 0 {
-			names := make([]string, 0, len(missing))
-			for _, k := range missing {
-				names = append(names, k.String())
-			}
-			s.fail(movev1alpha1.ReasonControllerNotFound, fmt.Sprintf(
-				"spec.controllers.additional names Deployment %s in the %s cluster, which does not exist there; correct its namespace and name, or its cluster (Source, Target or Both), in a new MoveOperation",
-				strings.Join(names, ", "), strings.ToLower(string(c.role))))
-			return nil, true, nil
-		}
-		operators, err := quiesce.FindCAPIOperator(ctx, c.client)
-		if err != nil {
-			return nil, false, fmt.Errorf("%s cluster: %w", c.role, err)
-		}
-		for _, k := range operators {
-			notes = append(notes, fmt.Sprintf(
-				"%s cluster: cluster-api-operator (Deployment %s) reconciles the provider Deployments; it is stopped for the move before the providers, and restarted after them",
-				c.role, k))
-		}
-		for _, k := range additionalIn(s.mo, c.role) {
-			notes = append(notes, fmt.Sprintf(
-				"%s cluster: Deployment %s (spec.controllers.additional) is stopped for the move before the providers, and restarted after them", c.role, k))
-		}
-	}
-	return notes, false, nil
 }
 
 // stopControllers scales the managers to zero in both clusters and, only
@@ -195,22 +145,21 @@ func restartInOrder(ctx context.Context, c client.Client, controllers []quiesce.
 // manager it was not told of) scaled it back up. Deleting the source's
 // objects with their provider running there would let it delete their
 // infrastructure as well.
-func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope, target *remote.Target) (failed bool, err error) {
+func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope, target *remote.Target) (outcome, error) {
 	var restarted []string
 	for _, c := range r.clusters(target) {
 		found, err := quiesce.Restarted(ctx, c.client, r.recordedControllers(s, c.role))
 		if err != nil {
-			return false, fmt.Errorf("%s cluster: %w", c.role, err)
+			return outcome{}, fmt.Errorf("%s cluster: %w", c.role, err)
 		}
 		if len(found) > 0 {
 			restarted = append(restarted, fmt.Sprintf("in the %s cluster %s", strings.ToLower(string(c.role)), formatReasons(found)))
 		}
 	}
 	if len(restarted) == 0 {
-		return false, nil
+		return done(), nil
 	}
-	s.fail(movev1alpha1.ReasonControllerRestarted, fmt.Sprintf(
+	return failWith(movev1alpha1.ReasonControllerRestarted, fmt.Sprintf(
 		"controllers the move stopped run again, %s: something the move does not stop scaled them up (a manager of the providers: name its Deployment in spec.controllers.additional); the move is rolled back before anything is deleted",
-		strings.Join(restarted, "; ")))
-	return true, nil
+		strings.Join(restarted, "; "))), nil
 }

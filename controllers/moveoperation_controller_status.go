@@ -10,21 +10,6 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
-// stepConditions maps each step condition to the phase that performs it.
-var stepConditions = []struct {
-	condition string
-	phase     movev1alpha1.MovePhase
-}{
-	{movev1alpha1.ValidatedCondition, movev1alpha1.PhaseValidating},
-	{movev1alpha1.ControllersRecordedCondition, movev1alpha1.PhaseRecording},
-	{movev1alpha1.ControllersScaledDownCondition, movev1alpha1.PhaseScalingDown},
-	{movev1alpha1.ObjectsCopiedCondition, movev1alpha1.PhaseCopying},
-	{movev1alpha1.ObjectsDeletedCondition, movev1alpha1.PhaseDeleting},
-	{movev1alpha1.TargetRestoredCondition, movev1alpha1.PhaseRestoringTarget},
-	{movev1alpha1.SourceRestoredCondition, movev1alpha1.PhaseRestoringSource},
-	{movev1alpha1.RolledBackCondition, movev1alpha1.PhaseRollingBack},
-}
-
 // setConditions computes every condition from the facts: the phase, the
 // phases entered so far, the failure, and what this reconcile found the
 // current phase waiting for. It is the only place conditions are set.
@@ -50,7 +35,10 @@ func setConditions(s *scope, now time.Time) {
 	failedPhase := failedIn(mo)
 
 	// Step conditions.
-	for _, step := range stepConditions {
+	for _, step := range phaseOrder {
+		if step.condition == "" {
+			continue
+		}
 		switch {
 		case phase == step.phase && s.stalled != nil:
 			set(step.condition, metav1.ConditionFalse, s.stalled.reason, s.stalled.message)

@@ -96,9 +96,12 @@ func (r *MoveOperationReconciler) recordedPlan(ctx context.Context, mo *movev1al
 // objects the rules move now whose copy the target holds. Objects without a
 // copy stay in the source, so nothing is deleted that was not copied.
 func (r *MoveOperationReconciler) planOfCopies(ctx context.Context, s *scope) (*graph.Plan, error) {
-	target, _, ok := r.target(ctx, s, false)
-	if !ok {
-		return nil, errors.New("the target is not reachable")
+	target, o, err := r.target(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if !o.isDone() {
+		return nil, fmt.Errorf("the target is not reachable: %s", o.message)
 	}
 	plan, err := r.buildPlan(ctx, s.mo)
 	if err != nil {

@@ -25,9 +25,6 @@ type scope struct {
 	transitions []transition
 	// removeFinalizer is set when a deleted MoveOperation may go.
 	removeFinalizer bool
-	// gitOps is what Validating found of the GitOps managers of the moved
-	// objects, for status.plan once the plan's summary is final.
-	gitOps *movev1alpha1.GitOpsReport
 }
 
 type stall struct{ reason, message string }
@@ -61,22 +58,6 @@ func (s *scope) enter(p movev1alpha1.MovePhase) {
 	}
 	s.waiting, s.stalled = "", nil
 	s.transitions = append(s.transitions, transition{from: from, to: p, at: now})
-}
-
-// fail ends a move that cannot go on. Before anything was written it goes
-// straight to Failed; otherwise it rolls back first.
-func (s *scope) fail(reason, message string) {
-	if s.mo.Status.FailureReason == "" {
-		s.mo.Status.FailureReason = reason
-		s.mo.Status.FailureMessage = message
-	}
-	switch phaseOf(s.mo) {
-	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating:
-		s.enter(movev1alpha1.PhaseFailed)
-	case movev1alpha1.PhaseRollingBack, movev1alpha1.PhaseFailed:
-	default:
-		s.enter(movev1alpha1.PhaseRollingBack)
-	}
 }
 
 // phaseStarted returns when the current phase was entered.

@@ -205,7 +205,6 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 		Client:    mgr.GetClient(),
 		Source:    wrap("source")(source),
 		APIReader: mgr.GetAPIReader(),
-		Scheme:    scheme,
 		Recorder:  mgr.GetEventRecorder("move-operator"),
 		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400, Wrap: wrap("target")},
 		Move:      opts.move,

@@ -114,6 +114,9 @@ const (
 
 	// Reasons of Warning events and plan warnings that do not stop a move.
 
+	// ReasonRetrying: a step of the move failed twice in a row with the
+	// same error; it is retried with a backoff of at most half a minute.
+	ReasonRetrying = "Retrying"
 	// ReasonInsecureTarget: the target kubeconfig skips TLS verification.
 	ReasonInsecureTarget = "InsecureTarget"
 	// ReasonGitOpsIgnored: GitOps managers of moved objects keep running

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Labels and annotations the operator reads or writes on objects in both
@@ -284,6 +285,18 @@ func (c ControllerCluster) In(role ClusterRole) bool {
 		return role == ClusterTarget
 	}
 	return true
+}
+
+// AdditionalIn returns the Deployments of spec.controllers.additional that
+// run in the cluster of role.
+func (c ControllersSpec) AdditionalIn(role ClusterRole) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, a := range c.Additional {
+		if a.Cluster.In(role) {
+			out = append(out, types.NamespacedName{Namespace: a.Namespace, Name: a.Name})
+		}
+	}
+	return out
 }
 
 // TimeoutsSpec bounds the waits of a move. Each is a Go duration such as

@@ -17,6 +17,7 @@ import (
 
 	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/listing"
 )
 
 // Detect reads the labels and annotations of the plan's objects and returns
@@ -46,30 +47,29 @@ func Detect(ctx context.Context, c client.Reader, plan *graph.Plan) ([]Managed, 
 	g.SetLimit(graph.DefaultListConcurrency)
 	for _, s := range scopes {
 		g.Go(func() error {
-			opts := []client.ListOption{client.Limit(graph.DefaultPageSize)}
+			var opts []client.ListOption
 			if s.namespace != "" {
 				opts = append(opts, client.InNamespace(s.namespace))
 			}
-			for {
-				// A list per page: the objects kept point into its items.
+			newList := func() client.ObjectList {
 				list := &metav1.PartialObjectMetadataList{}
 				list.SetGroupVersionKind(s.gvk.GroupVersion().WithKind(s.gvk.Kind + "List"))
-				if err := c.List(ctx, list, opts...); err != nil {
-					return fmt.Errorf("reading the labels of %s in %q: %w", graph.KindString(s.gvk.GroupKind()), s.namespace, err)
-				}
-				mu.Lock()
-				for i := range list.Items {
-					o := &list.Items[i]
-					if _, moved := plan.Object(o.UID); moved {
-						objects = append(objects, o)
-					}
-				}
-				mu.Unlock()
-				if list.Continue == "" {
-					return nil
-				}
-				opts = append(opts, client.Continue(list.Continue))
+				return list
 			}
+			r := listing.Request{List: c.List, NewList: newList, PageSize: graph.DefaultPageSize, Options: opts}
+			// The objects kept point into their pages.
+			err := listing.Each(ctx, r, func(o client.Object) error {
+				if _, moved := plan.Object(o.GetUID()); moved {
+					mu.Lock()
+					objects = append(objects, o)
+					mu.Unlock()
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("reading the labels of %s in %q: %w", graph.KindString(s.gvk.GroupKind()), s.namespace, err)
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -244,22 +244,21 @@ func (vc versionCache) storageVersion(ctx context.Context, c client.Reader, k *k
 // listAll lists every object of a kind in every namespace.
 func listAll(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	opts := []client.ListOption{client.Limit(graph.DefaultPageSize)}
-	for {
+	newList := func() client.ObjectList {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(ctx, list, opts...); err != nil {
-			if meta.IsNoMatchError(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("listing %s: %w", KindString(gvk.GroupKind()), err)
-		}
-		for i := range list.Items {
-			out = append(out, &list.Items[i])
-		}
-		if list.GetContinue() == "" {
-			return out, nil
-		}
-		opts = append(opts, client.Continue(list.GetContinue()))
+		return list
 	}
+	r := listing.Request{List: c.List, NewList: newList, PageSize: graph.DefaultPageSize}
+	err := listing.Each(ctx, r, func(o client.Object) error {
+		out = append(out, o.(*unstructured.Unstructured))
+		return nil
+	})
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", KindString(gvk.GroupKind()), err)
+	}
+	return out, nil
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/move-operator/move-operator/internal/listing"
 )
 
 // DefaultPageSize is how many objects one LIST request returns: large enough
@@ -234,50 +236,25 @@ func discoverExternalClusterClasses(ctx context.Context, c client.Reader, g *Gra
 }
 
 // listPages lists the objects of a kind page by page, as metadata only when
-// metadataOnly is set, and calls each for every object. Each page is
-// dropped once handled, so memory holds one page at a time. A continue token
-// that expired restarts the listing: adding an object twice is harmless.
+// metadataOnly is set, and calls each for every object, once. Each page is
+// dropped once handled, so memory holds a page or two at a time. A continue
+// token that expired restarts the listing (see listing.Each).
 func listPages(ctx context.Context, c client.Reader, listGVK schema.GroupVersionKind, metadataOnly bool, pageSize int64,
 	opts []client.ListOption, each func(client.Object) error) error {
-	const maxRestarts = 3
-	restarts := 0
-	token := ""
-	for {
-		var list client.ObjectList
+	newList := func() client.ObjectList {
 		if metadataOnly {
 			l := &metav1.PartialObjectMetadataList{}
 			l.SetGroupVersionKind(listGVK)
-			list = l
-		} else {
-			l := &unstructured.UnstructuredList{}
-			l.SetGroupVersionKind(listGVK)
-			list = l
+			return l
 		}
-		err := c.List(ctx, list, append(slices.Clone(opts), client.Limit(pageSize), client.Continue(token))...)
-		if apierrors.IsResourceExpired(err) && restarts < maxRestarts {
-			restarts++
-			token = ""
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		itemGVK := listGVK.GroupVersion().WithKind(listGVK.Kind[:len(listGVK.Kind)-len("List")])
-		err = meta.EachListItem(list, func(o runtime.Object) error {
-			obj, ok := o.(client.Object)
-			if !ok {
-				return fmt.Errorf("unexpected list item %T", o)
-			}
-			// Items of a metadata list carry no kind of their own.
-			obj.GetObjectKind().SetGroupVersionKind(itemGVK)
-			return each(obj)
-		})
-		if err != nil {
-			return err
-		}
-		token = list.GetContinue()
-		if token == "" {
-			return nil
-		}
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(listGVK)
+		return l
 	}
+	itemGVK := listGVK.GroupVersion().WithKind(listGVK.Kind[:len(listGVK.Kind)-len("List")])
+	return listing.Each(ctx, listing.Request{List: c.List, NewList: newList, PageSize: pageSize, Options: opts}, func(obj client.Object) error {
+		// Items of a metadata list carry no kind of their own.
+		obj.GetObjectKind().SetGroupVersionKind(itemGVK)
+		return each(obj)
+	})
 }

@@ -187,7 +187,30 @@ func (g *Graph) sortedNodes() []*node {
 // soft ownership, then each node's hierarchy roots. It runs after every Add,
 // so the order objects were read in never matters.
 func (g *Graph) link() []*node {
-	// Drop the virtual nodes, edges and warnings of a previous link.
+	g.unlink()
+	// Indexed before the virtual owners are added: only objects that were
+	// read are found by kind, namespace and name.
+	byKey := map[objectKey]*node{}
+	for _, n := range g.nodes {
+		byKey[objectKey{gk: n.ref.GroupKind(), namespace: n.ref.Namespace, name: n.ref.Name}] = n
+	}
+	g.linkOwnerReferences(byKey)
+	nodes := g.sortedNodes()
+	g.linkSoftOwners(nodes, byKey)
+	for _, n := range nodes {
+		for _, owner := range n.owners {
+			owner.children = append(owner.children, n)
+		}
+		for _, owner := range n.softOwners {
+			owner.children = append(owner.children, n)
+		}
+	}
+	linkTenants(nodes)
+	return nodes
+}
+
+// unlink drops the virtual nodes, edges and warnings of a previous link.
+func (g *Graph) unlink() {
 	g.linkWarnings = nil
 	for uid, n := range g.nodes {
 		if !n.observed {
@@ -196,14 +219,12 @@ func (g *Graph) link() []*node {
 		}
 		n.owners, n.softOwners, n.children, n.tenants, n.visited = nil, nil, nil, nil, 0
 	}
+}
 
-	byKey := map[objectKey]*node{}
-	for _, n := range g.nodes {
-		byKey[objectKey{gk: n.ref.GroupKind(), namespace: n.ref.Namespace, name: n.ref.Name}] = n
-	}
-
-	// Owner references. The owner of a namespaced object is in the same
-	// namespace unless its kind is cluster-scoped.
+// linkOwnerReferences sets every observed node's hard owners, adding a
+// virtual node for each owner that was not read. The owner of a namespaced
+// object is in the same namespace unless its kind is cluster-scoped.
+func (g *Graph) linkOwnerReferences(byKey map[objectKey]*node) {
 	observed := make([]*node, 0, len(g.nodes))
 	for _, n := range g.nodes {
 		observed = append(observed, n)
@@ -212,54 +233,44 @@ func (g *Graph) link() []*node {
 		for _, ref := range n.facts.owners {
 			owner, ok := g.nodes[ref.uid]
 			if !ok {
-				gk := ref.groupKind()
-				namespace := n.ref.Namespace
-				if typ, known := g.types.Lookup(gk); known && !typ.Namespaced {
-					namespace = ""
-				}
-				gvk := gk.WithVersion("")
-				if typ, known := g.types.Lookup(gk); known {
-					gvk = typ.GVK
-				}
-				owner = &node{ref: ObjectRef{GVK: gvk, Namespace: namespace, Name: ref.name, UID: ref.uid}}
-				owner.namesake = byKey[objectKey{gk: gk, namespace: namespace, name: ref.name}]
-				g.nodes[ref.uid] = owner
+				owner = g.addVirtualOwner(n, ref, byKey)
 			}
 			if !slices.Contains(n.owners, owner) {
 				n.owners = append(n.owners, owner)
 			}
 		}
 	}
+}
 
-	nodes := g.sortedNodes()
-	addSoftOwner := func(n, owner *node) {
-		if n != owner && !slices.Contains(n.softOwners, owner) {
-			n.softOwners = append(n.softOwners, owner)
+// addVirtualOwner records an owner known only from n's ownerReference ref,
+// and the object read under the same name, if any, as its namesake.
+func (g *Graph) addVirtualOwner(n *node, ref ownerRef, byKey map[objectKey]*node) *node {
+	gk := ref.groupKind()
+	namespace := n.ref.Namespace
+	gvk := gk.WithVersion("")
+	if typ, known := g.types.Lookup(gk); known {
+		gvk = typ.GVK
+		if !typ.Namespaced {
+			namespace = ""
 		}
 	}
+	owner := &node{ref: ObjectRef{GVK: gvk, Namespace: namespace, Name: ref.name, UID: ref.uid}}
+	owner.namesake = byKey[objectKey{gk: gk, namespace: namespace, name: ref.name}]
+	g.nodes[ref.uid] = owner
+	return owner
+}
+
+// linkSoftOwners sets the owners that are not in ownerReferences: by Cluster
+// API's naming convention for Secrets, and by reference for Clusters,
+// ClusterResourceSetBindings and ClusterClasses' templates.
+func (g *Graph) linkSoftOwners(nodes []*node, byKey map[objectKey]*node) {
 	for _, n := range nodes {
 		if !n.observed {
 			continue
 		}
 		switch n.ref.GroupKind() {
 		case SecretGroupKind:
-			// A Secret with an owner reference belongs to its owner; only
-			// user-provided Secrets need the naming convention.
-			if len(n.facts.owners) > 0 {
-				continue
-			}
-			for _, purpose := range clusterSecretPurposes {
-				// Match whole suffixes against Clusters that exist, so that
-				// "<cluster>-apiserver-etcd-client" is never read as a
-				// "client" Secret of a Cluster "<cluster>-apiserver-etcd".
-				clusterName, ok := strings.CutSuffix(n.ref.Name, "-"+purpose)
-				if !ok || clusterName == "" {
-					continue
-				}
-				if cluster, ok := byKey[objectKey{gk: ClusterGroupKind, namespace: n.ref.Namespace, name: clusterName}]; ok {
-					addSoftOwner(n, cluster)
-				}
-			}
+			linkClusterSecret(n, byKey)
 		case ClusterGroupKind:
 			if n.classRef == nil {
 				continue
@@ -277,33 +288,58 @@ func (g *Graph) link() []*node {
 				addSoftOwner(n, cluster)
 			}
 		case ClusterClassGroupKind:
-			// A ClusterClass needs its templates wherever they are: they move
-			// with it even when the ClusterClass controller has not (yet)
-			// made itself their owner.
-			for _, key := range n.templateRefs {
-				if template, ok := byKey[key]; ok {
-					addSoftOwner(template, n)
-				} else if _, known := g.types.Lookup(key.gk); !known {
-					g.linkWarn("%s references %s, which is not a kind that moves", n.ref, key)
-				} else if g.listed(key.gk, key.namespace) {
-					g.linkWarn("%s references %s, which does not exist", n.ref, key)
-				}
-			}
+			g.linkClusterClassTemplates(n, byKey)
 		}
 	}
+}
 
-	for _, n := range nodes {
-		for _, owner := range n.owners {
-			owner.children = append(owner.children, n)
+func addSoftOwner(n, owner *node) {
+	if n != owner && !slices.Contains(n.softOwners, owner) {
+		n.softOwners = append(n.softOwners, owner)
+	}
+}
+
+// linkClusterSecret makes a Secret named "<cluster>-<purpose>" belong to that
+// Cluster. A Secret with an owner reference belongs to its owner; only
+// user-provided Secrets need the naming convention.
+func linkClusterSecret(n *node, byKey map[objectKey]*node) {
+	if len(n.facts.owners) > 0 {
+		return
+	}
+	for _, purpose := range clusterSecretPurposes {
+		// Match whole suffixes against Clusters that exist, so that
+		// "<cluster>-apiserver-etcd-client" is never read as a
+		// "client" Secret of a Cluster "<cluster>-apiserver-etcd".
+		clusterName, ok := strings.CutSuffix(n.ref.Name, "-"+purpose)
+		if !ok || clusterName == "" {
+			continue
 		}
-		for _, owner := range n.softOwners {
-			owner.children = append(owner.children, n)
+		if cluster, ok := byKey[objectKey{gk: ClusterGroupKind, namespace: n.ref.Namespace, name: clusterName}]; ok {
+			addSoftOwner(n, cluster)
 		}
 	}
+}
 
-	// Each root's hierarchy: everything reachable from it through its
-	// dependents. The stamp stops the walk on ownership cycles, which the
-	// API server does not reject.
+// linkClusterClassTemplates makes a ClusterClass's templates its dependents:
+// a ClusterClass needs its templates wherever they are, so they move with it
+// even when the ClusterClass controller has not (yet) made itself their
+// owner.
+func (g *Graph) linkClusterClassTemplates(class *node, byKey map[objectKey]*node) {
+	for _, key := range class.templateRefs {
+		if template, ok := byKey[key]; ok {
+			addSoftOwner(template, class)
+		} else if _, known := g.types.Lookup(key.gk); !known {
+			g.linkWarn("%s references %s, which is not a kind that moves", class.ref, key)
+		} else if g.listed(key.gk, key.namespace) {
+			g.linkWarn("%s references %s, which does not exist", class.ref, key)
+		}
+	}
+}
+
+// linkTenants records each root's hierarchy on its members: everything
+// reachable from the root through its dependents. The stamp stops the walk
+// on ownership cycles, which the API server does not reject.
+func linkTenants(nodes []*node) {
 	stamp := 0
 	for _, root := range nodes {
 		if !root.isRoot() {
@@ -327,5 +363,4 @@ func (g *Graph) link() []*node {
 	for _, n := range nodes {
 		n.visited = 0
 	}
-	return nodes
 }

@@ -283,6 +283,13 @@ func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[
 // listFull lists the objects of a kind in a namespace ("" for all, or for a
 // cluster-scoped kind) in full, page by page, and calls each for every
 // object until it returns false.
+//
+// It reads the next page only when each has taken the last one, not through
+// listing.Each: the pager reads a page ahead while one is handled, and each
+// here hands objects to the copy, which can hold a page for as long as it
+// takes to copy it, so memory would hold two pages of full objects instead
+// of one. An expired continue token ends the list with an error; sources
+// then reads one by one what the list did not deliver.
 func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, namespace string, each func(*unstructured.Unstructured) bool) error {
 	token := ""
 	for {
@@ -292,7 +299,7 @@ func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
 		if namespace != "" {
 			opts = append(opts, client.InNamespace(namespace))
 		}
-		if err := retry(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
+		if err := retryTransient(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
 			return err
 		}
 		for i := range list.Items {
@@ -314,39 +321,13 @@ func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
 // (nil for an object used as found). src is the object as read from the
 // source, or nil to read it here.
 func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (bool, *copied, error) {
-	if src == nil {
-		src = &unstructured.Unstructured{}
-		src.SetGroupVersionKind(o.GVK)
-		if err := retry(ctx, func() error { return c.source.Get(ctx, o.Key(), src, readAtLeast(o.ResourceVersion)) }); err != nil {
-			return false, nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
-		}
+	src, err := c.readSource(ctx, o, src)
+	if err != nil {
+		return false, nil, err
 	}
-	if src.GetUID() != o.UID {
-		return false, nil, fmt.Errorf("reading %s from the source: it was replaced since the plan was made (UID %s, planned %s)", o.ObjectRef, src.GetUID(), o.UID)
-	}
-
-	ownerUIDs := map[types.UID]types.UID{}
-	var sameGroup []metav1.OwnerReference
-	// The source UIDs of the owners the copy references, which its
-	// managed fields may name.
-	owners := map[types.UID]bool{}
-	for _, ref := range src.GetOwnerReferences() {
-		owner, moves := c.plan.Object(ref.UID)
-		if moves {
-			owners[ref.UID] = true
-		}
-		switch {
-		case !moves:
-			// The plan reported it; the owner does not exist in the target.
-		case owner.Group == o.Group:
-			sameGroup = append(sameGroup, ref)
-		default:
-			uid, err := c.targetUID(ctx, owner)
-			if err != nil {
-				return false, nil, fmt.Errorf("copying %s: %w", o.ObjectRef, err)
-			}
-			ownerUIDs[ref.UID] = uid
-		}
+	owners, err := c.ownersOf(ctx, o, src)
+	if err != nil {
+		return false, nil, err
 	}
 
 	// What an earlier move recorded of its copy, read before prepare takes
@@ -364,49 +345,13 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		c.recordUID(o.UID, uid)
 		return false, nil, nil
 	}
-	obj, managedFields := prepare(src, ownerUIDs)
+	obj, managedFields := prepare(src, owners.targetUIDs)
 
-	created := true
-	var existingGeneration int64
-	err := retry(ctx, func() error { return c.target.Create(ctx, obj) })
-	switch {
-	case err == nil:
-	case apierrors.IsAlreadyExists(err):
-		created = false
-		existing := &metav1.PartialObjectMetadata{}
-		existing.SetGroupVersionKind(o.GVK)
-		if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
-			return false, nil, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
-		}
-		ours := isOurCopy(existing, c.operation, c.copies)
-		if !ours && !o.Global && !o.InGlobalHierarchy {
-			earlier, err := c.isEarlierCopy(ctx, o, prov, hasProv && srcContent == prov.Content, existing.GetUID())
-			if err != nil {
-				return false, nil, err
-			}
-			if !earlier {
-				return false, nil, &ConflictError{Object: o.ObjectRef}
-			}
-			// An earlier move's copy, unchanged on both sides: used as found.
-			c.recordUID(o.UID, existing.GetUID())
-			return false, nil, nil
-		}
-		obj.SetUID(existing.GetUID())
-		obj.SetResourceVersion(existing.GetResourceVersion())
-		existingGeneration = existing.GetGeneration()
-		if !ours {
-			// Used as found: neither its managed fields nor its owners are ours to change.
-			c.recordUID(o.UID, existing.GetUID())
-			return false, nil, nil
-		}
-	default:
-		return false, nil, fmt.Errorf("creating %s in the target: %w", o.ObjectRef, err)
+	created, targetGeneration, asFound, err := c.createInTarget(ctx, o, obj, prov, hasProv && srcContent == prov.Content)
+	if err != nil || asFound {
+		return false, nil, err
 	}
 	c.recordUID(o.UID, obj.GetUID())
-	targetGeneration := obj.GetGeneration()
-	if !created {
-		targetGeneration = existingGeneration
-	}
 
 	if status := reconciledStatus(o, src, targetGeneration); status != nil {
 		if err := c.copyStatus(ctx, o, obj.GetUID(), status); err != nil {
@@ -416,11 +361,108 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	// The managed fields wait for the owners of the same group, and for
 	// the group's copies to be recorded: a write that sets them along with
 	// other changes gives those changes to the operator.
-	d := &copied{object: o, targetUID: obj.GetUID(), owners: owners, managedFields: managedFields}
-	if len(sameGroup) > 0 {
-		d.linkRefs = allOwnerRefs(obj, sameGroup)
+	d := &copied{object: o, targetUID: obj.GetUID(), owners: owners.moving, managedFields: managedFields}
+	if len(owners.sameGroup) > 0 {
+		d.linkRefs = allOwnerRefs(obj, owners.sameGroup)
 	}
 	return created, d, nil
+}
+
+// readSource returns src, or, when it is nil, the object read from the
+// source; either way it checks that it is the object the plan saw.
+func (c *Copier) readSource(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if src == nil {
+		src = &unstructured.Unstructured{}
+		src.SetGroupVersionKind(o.GVK)
+		if err := retryTransient(ctx, func() error { return c.source.Get(ctx, o.Key(), src, readAtLeast(o.ResourceVersion)) }); err != nil {
+			return nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
+		}
+	}
+	if src.GetUID() != o.UID {
+		return nil, fmt.Errorf("reading %s from the source: it was replaced since the plan was made (UID %s, planned %s)", o.ObjectRef, src.GetUID(), o.UID)
+	}
+	return src, nil
+}
+
+// copyOwners sorts the owner references of an object being copied by how
+// its copy gets them.
+type copyOwners struct {
+	// targetUIDs maps the source UIDs of owners in other groups, already
+	// copied, to their copies' UIDs.
+	targetUIDs map[types.UID]types.UID
+	// sameGroup are the references to owners copied with the object, whose
+	// target UIDs are known only once the group is copied.
+	sameGroup []metav1.OwnerReference
+	// moving are the source UIDs of the owners the copy references, which
+	// its managed fields may name.
+	moving map[types.UID]bool
+}
+
+// ownersOf sorts src's owner references. An owner that does not move is
+// left out: the plan reported it, and it does not exist in the target.
+func (c *Copier) ownersOf(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (copyOwners, error) {
+	owners := copyOwners{targetUIDs: map[types.UID]types.UID{}, moving: map[types.UID]bool{}}
+	for _, ref := range src.GetOwnerReferences() {
+		owner, moves := c.plan.Object(ref.UID)
+		if moves {
+			owners.moving[ref.UID] = true
+		}
+		switch {
+		case !moves:
+		case owner.Group == o.Group:
+			owners.sameGroup = append(owners.sameGroup, ref)
+		default:
+			uid, err := c.targetUID(ctx, owner)
+			if err != nil {
+				return copyOwners{}, fmt.Errorf("copying %s: %w", o.ObjectRef, err)
+			}
+			owners.targetUIDs[ref.UID] = uid
+		}
+	}
+	return owners, nil
+}
+
+// createInTarget creates obj in the target. When the object already exists
+// there, it is either this operation's copy (obj takes its UID and
+// resourceVersion, to be written over) or used as found (its UID recorded,
+// nothing of it ours to change), or a conflict. It returns whether it created
+// obj, the generation of the object in the target, and whether the object is
+// used as found. sourceUnchanged says whether src is as an earlier move
+// recorded it in prov.
+func (c *Copier) createInTarget(ctx context.Context, o *graph.Object, obj *unstructured.Unstructured, prov Provenance, sourceUnchanged bool) (created bool, generation int64, asFound bool, err error) {
+	err = retryTransient(ctx, func() error { return c.target.Create(ctx, obj) })
+	switch {
+	case err == nil:
+		return true, obj.GetGeneration(), false, nil
+	case !apierrors.IsAlreadyExists(err):
+		return false, 0, false, fmt.Errorf("creating %s in the target: %w", o.ObjectRef, err)
+	}
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(o.GVK)
+	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
+		return false, 0, false, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
+	}
+	ours := isOurCopy(existing, c.operation, c.copies)
+	if !ours && !o.Global && !o.InGlobalHierarchy {
+		earlier, err := c.isEarlierCopy(ctx, o, prov, sourceUnchanged, existing.GetUID())
+		if err != nil {
+			return false, 0, false, err
+		}
+		if !earlier {
+			return false, 0, false, &ConflictError{Object: o.ObjectRef}
+		}
+		// An earlier move's copy, unchanged on both sides: used as found.
+		c.recordUID(o.UID, existing.GetUID())
+		return false, 0, true, nil
+	}
+	if !ours {
+		// Used as found: neither its managed fields nor its owners are ours to change.
+		c.recordUID(o.UID, existing.GetUID())
+		return false, 0, true, nil
+	}
+	obj.SetUID(existing.GetUID())
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	return false, existing.GetGeneration(), false, nil
 }
 
 // readAtLeast asks a GET for the object as new as the plan saw it, or newer.
@@ -485,7 +527,7 @@ func (c *Copier) copyStatus(ctx context.Context, o *graph.Object, uid types.UID,
 	target.SetGroupVersionKind(o.GVK)
 	target.SetNamespace(o.Namespace)
 	target.SetName(o.Name)
-	if err := retry(ctx, func() error {
+	if err := retryTransient(ctx, func() error {
 		return c.target.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 	}); err != nil {
 		return fmt.Errorf("copying the status of %s to the target: %w", o.ObjectRef, err)
@@ -522,7 +564,7 @@ func (c *Copier) linkOwners(ctx context.Context, d copied) error {
 	obj.SetGroupVersionKind(d.object.GVK)
 	obj.SetNamespace(d.object.Namespace)
 	obj.SetName(d.object.Name)
-	if err := retry(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
 		return fmt.Errorf("linking the owners of %s in the target: %w", d.object.ObjectRef, err)
 	}
 	return nil
@@ -564,7 +606,7 @@ func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, uid 
 	target.SetGroupVersionKind(o.GVK)
 	target.SetNamespace(o.Namespace)
 	target.SetName(o.Name)
-	if err := retry(ctx, func() error { return c.target.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
 		return fmt.Errorf("restoring the managed fields of %s in the target: %w", o.ObjectRef, err)
 	}
 	return nil
@@ -610,7 +652,7 @@ func (c *Copier) targetUID(ctx context.Context, owner *graph.Object) (types.UID,
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(owner.GVK)
-	if err := retry(ctx, func() error { return c.target.Get(ctx, owner.Key(), obj) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, owner.Key(), obj) }); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("its owner %s is not in the target yet (copy the groups in order)", owner.ObjectRef)
 		}
@@ -628,7 +670,7 @@ func (c *Copier) targetUID(ctx context.Context, owner *graph.Object) (types.UID,
 func (c *Copier) foundUID(ctx context.Context, o *graph.Object) (types.UID, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(o.GVK)
-	if err := retry(ctx, func() error { return c.target.Get(ctx, o.Key(), obj) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, o.Key(), obj) }); err != nil {
 		return "", fmt.Errorf("reading %s, which the target had when the move began: %w", o.ObjectRef, err)
 	}
 	return obj.GetUID(), nil
@@ -666,7 +708,7 @@ func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
-	err := retry(ctx, func() error { return c.Create(ctx, ns) })
+	err := retryTransient(ctx, func() error { return c.Create(ctx, ns) })
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s in the target: %w", name, err)
 	}

@@ -95,7 +95,7 @@ func deleteForMove(ctx context.Context, c client.Client, o *graph.Object) (bool,
 	ref := o.ObjectRef
 	obj := metadataObject(ref.GVK, ref.Namespace, ref.Name)
 	if !o.Finalizers && o.ResourceVersion != "" {
-		err := retry(ctx, func() error {
+		err := retryTransient(ctx, func() error {
 			return c.Delete(ctx, obj, client.Preconditions{UID: &ref.UID, ResourceVersion: &o.ResourceVersion})
 		})
 		switch {
@@ -117,14 +117,14 @@ func deleteForMove(ctx context.Context, c client.Client, o *graph.Object) (bool,
 	if err != nil {
 		return false, err
 	}
-	err = retry(ctx, func() error { return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) })
+	err = retryTransient(ctx, func() error { return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) })
 	if gone(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("preparing for deletion: %w", err)
 	}
-	err = retry(ctx, func() error {
+	err = retryTransient(ctx, func() error {
 		return c.Delete(ctx, obj, client.Preconditions{UID: &ref.UID})
 	})
 	if gone(err) {

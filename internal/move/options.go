@@ -9,8 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/move-operator/move-operator/internal/graph"
 )
@@ -93,34 +96,34 @@ func forEachSeq[T any](ctx context.Context, items iter.Seq[T], concurrency int, 
 		mu      sync.Mutex
 		errs    []error
 		skipped int
-		wg      sync.WaitGroup
 	)
-	sem := make(chan struct{}, concurrency)
+	// The group bounds the calls in flight; it does not gather the errors,
+	// since it keeps only the first, nor cancel on one, since the other
+	// objects are worth trying until maxGroupErrors have failed.
+	var g errgroup.Group
+	g.SetLimit(concurrency)
 	for item := range items {
-		// Take a slot first, so that the decision to go on sees the result
-		// of every call that finished before it.
-		sem <- struct{}{}
-		mu.Lock()
-		stop := len(errs) >= maxGroupErrors || ctx.Err() != nil
-		if stop {
-			skipped++
-		}
-		mu.Unlock()
-		if stop {
-			<-sem
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		// Go takes a slot before the call starts, so the decision to go on
+		// sees the result of every call that finished before it.
+		g.Go(func() error {
+			mu.Lock()
+			stop := len(errs) >= maxGroupErrors || ctx.Err() != nil
+			if stop {
+				skipped++
+			}
+			mu.Unlock()
+			if stop {
+				return nil
+			}
 			if err := fn(ctx, item); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every call returns nil; the errors are in errs
 	if len(errs) == 0 && skipped == 0 {
 		return nil
 	}
@@ -138,22 +141,18 @@ func transient(err error) bool {
 		utilnet.IsProbableEOF(err)
 }
 
-// retry calls fn until it succeeds, fails with an error that is not
-// transient, or has been tried five times (about 1.5 s): enough to ride out
-// a brief overload without hiding a cluster that is down from the caller,
-// who has its own timeout.
-func retry(ctx context.Context, fn func() error) error {
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil || !transient(err) || attempt == 5 {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		case <-time.After(delay):
-		}
-		delay *= 2
+// transientBackoff is five tries, 100 ms apart doubling each time (about
+// 1.5 s in all): enough to ride out a brief overload without hiding a
+// cluster that is down from the caller, who has its own timeout.
+var transientBackoff = wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 2}
+
+// retryTransient calls fn until it succeeds, fails with an error that is not
+// transient, or has been tried as often as transientBackoff allows. It
+// stops retrying once ctx is done, and then says so in the error.
+func retryTransient(ctx context.Context, fn func() error) error {
+	err := retry.OnError(transientBackoff, func(err error) bool { return transient(err) && ctx.Err() == nil }, fn)
+	if err != nil && transient(err) && ctx.Err() != nil {
+		return errors.Join(err, ctx.Err())
 	}
+	return err
 }

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
@@ -35,47 +36,50 @@ func Pause(ctx context.Context, c client.Client, plan *graph.Plan, operation str
 
 func pause(ctx context.Context, c client.Client, ref graph.ObjectRef, operation string) error {
 	// A conflict means the object changed between the read and the patch;
-	// read it again and decide again, a few times.
-	for attempt := 0; ; attempt++ {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(ref.GVK)
-		if err := retry(ctx, func() error { return c.Get(ctx, ref.Key(), obj) }); err != nil {
-			return fmt.Errorf("reading %s: %w", ref, err)
-		}
-		isCluster := ref.GroupKind() == graph.ClusterGroupKind
-		specPaused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused")
-		_, annotated := obj.GetAnnotations()[graph.PausedAnnotation]
-		paused := annotated || (isCluster && specPaused)
+	// read it again and decide again, up to six times in all.
+	return retry.RetryOnConflict(wait.Backoff{Steps: 6}, func() error {
+		return pauseOnce(ctx, c, ref, operation)
+	})
+}
 
-		if paused {
-			return nil
-		}
+// pauseOnce reads the object and, unless it is paused already, pauses it
+// with a patch that fails with a conflict if the object changed since.
+func pauseOnce(ctx context.Context, c client.Client, ref graph.ObjectRef, operation string) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(ref.GVK)
+	if err := retryTransient(ctx, func() error { return c.Get(ctx, ref.Key(), obj) }); err != nil {
+		return fmt.Errorf("reading %s: %w", ref, err)
+	}
+	isCluster := ref.GroupKind() == graph.ClusterGroupKind
+	specPaused, _, _ := unstructured.NestedBool(obj.Object, "spec", "paused")
+	_, annotated := obj.GetAnnotations()[graph.PausedAnnotation]
+	paused := annotated || (isCluster && specPaused)
 
-		// The resourceVersion makes the patch fail if someone paused (or
-		// otherwise changed) the object since it was read.
-		metadata := map[string]any{
-			"resourceVersion": obj.GetResourceVersion(),
-			"annotations":     map[string]any{movev1.PausedByAnnotation: operation},
-		}
-		patch := map[string]any{"metadata": metadata}
-		if isCluster {
-			patch["spec"] = map[string]any{"paused": true}
-		} else {
-			metadata["annotations"].(map[string]any)[graph.PausedAnnotation] = ""
-		}
-		body, err := json.Marshal(patch)
-		if err != nil {
-			return err
-		}
-		err = retry(ctx, func() error { return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)) })
-		if apierrors.IsConflict(err) && attempt < 5 {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("pausing %s: %w", ref, err)
-		}
+	if paused {
 		return nil
 	}
+
+	// The resourceVersion makes the patch fail if someone paused (or
+	// otherwise changed) the object since it was read.
+	metadata := map[string]any{
+		"resourceVersion": obj.GetResourceVersion(),
+		"annotations":     map[string]any{movev1.PausedByAnnotation: operation},
+	}
+	patch := map[string]any{"metadata": metadata}
+	if isCluster {
+		patch["spec"] = map[string]any{"paused": true}
+	} else {
+		metadata["annotations"].(map[string]any)[graph.PausedAnnotation] = ""
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	err = retryTransient(ctx, func() error { return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)) })
+	if err != nil {
+		return fmt.Errorf("pausing %s: %w", ref, err)
+	}
+	return nil
 }
 
 // Unpause unpauses every Cluster and ClusterClass in the cluster that this
@@ -119,7 +123,7 @@ func Unpause(ctx context.Context, c client.Client, ts *graph.Types, operation st
 			return err
 		}
 		obj := metadataObject(ref.GVK, ref.Namespace, ref.Name)
-		err = retry(ctx, func() error { return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)) })
+		err = retryTransient(ctx, func() error { return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)) })
 		if err != nil && !gone(err) {
 			return fmt.Errorf("unpausing %s: %w", ref, err)
 		}

@@ -113,7 +113,7 @@ func RecordCopies(ctx context.Context, source, target client.Client, targetID ty
 		value := Provenance{Target: targetID, Copy: copied.GetUID(), Content: ContentHash(copied)}.String()
 		src := &metav1.PartialObjectMetadata{}
 		src.SetGroupVersionKind(o.GVK)
-		if err := retry(ctx, func() error { return source.Get(ctx, o.Key(), src) }); err != nil {
+		if err := retryTransient(ctx, func() error { return source.Get(ctx, o.Key(), src) }); err != nil {
 			if gone(err) {
 				return nil
 			}
@@ -129,7 +129,7 @@ func RecordCopies(ctx context.Context, source, target client.Client, targetID ty
 		if err != nil {
 			return err
 		}
-		err = retry(ctx, func() error { return source.Patch(ctx, src, client.RawPatch(types.MergePatchType, patch)) })
+		err = retryTransient(ctx, func() error { return source.Patch(ctx, src, client.RawPatch(types.MergePatchType, patch)) })
 		if err != nil && !gone(err) {
 			return fmt.Errorf("recording the copy of %s: %w", o.ObjectRef, err)
 		}
@@ -147,6 +147,6 @@ func RecordCopies(ctx context.Context, source, target client.Client, targetID ty
 func getUnstructured(ctx context.Context, c client.Reader, ref graph.ObjectRef) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ref.GVK)
-	err := retry(ctx, func() error { return c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u) })
+	err := retryTransient(ctx, func() error { return c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, u) })
 	return u, err
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/listing"
 )
 
 // CheckProvisioned applies clusterctl's preflight to the plan's Clusters and
@@ -91,24 +92,21 @@ func listPlanned(ctx context.Context, c client.Reader, plan *graph.Plan, gk sche
 	}
 	slices.Sort(namespaces)
 	gvk := planned[0].GVK
+	newList := func() client.ObjectList {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		return list
+	}
 	for _, ns := range namespaces {
-		token := ""
-		for {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			opts := []client.ListOption{client.InNamespace(ns), client.Limit(pageSize), client.Continue(token)}
-			if err := retry(ctx, func() error { return c.List(ctx, list, opts...) }); err != nil {
-				return fmt.Errorf("listing %s%s: %w", graph.KindString(gk), inNamespace(ns), err)
+		r := listing.Request{List: retryingList(c), NewList: newList, PageSize: pageSize, Options: []client.ListOption{client.InNamespace(ns)}}
+		err := listing.Each(ctx, r, func(obj client.Object) error {
+			if o, moves := plan.Object(obj.GetUID()); moves {
+				each(o, obj.(*unstructured.Unstructured))
 			}
-			for i := range list.Items {
-				if o, moves := plan.Object(list.Items[i].GetUID()); moves {
-					each(o, &list.Items[i])
-				}
-			}
-			token = list.GetContinue()
-			if token == "" {
-				break
-			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("listing %s%s: %w", graph.KindString(gk), inNamespace(ns), err)
 		}
 	}
 	return nil

@@ -58,7 +58,7 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 	}
 	for _, name := range plan.Namespaces() {
 		ns := metadataObject(namespaceGVK, "", name)
-		if err := retry(ctx, func() error { return target.Get(ctx, client.ObjectKey{Name: name}, ns) }); err != nil {
+		if err := retryTransient(ctx, func() error { return target.Get(ctx, client.ObjectKey{Name: name}, ns) }); err != nil {
 			if gone(err) {
 				continue
 			}
@@ -83,7 +83,7 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 // operation's copy.
 func ownCopy(ctx context.Context, target client.Reader, o *graph.Object, operation string, copies map[types.UID]bool) (graph.ObjectRef, bool, error) {
 	copied := metadataObject(o.GVK, o.Namespace, o.Name)
-	if err := retry(ctx, func() error { return target.Get(ctx, o.Key(), copied) }); err != nil {
+	if err := retryTransient(ctx, func() error { return target.Get(ctx, o.Key(), copied) }); err != nil {
 		if gone(err) {
 			return graph.ObjectRef{}, false, nil
 		}
@@ -123,7 +123,7 @@ func deleteNamespace(ctx context.Context, c client.Client, ts *graph.Types, ref 
 		}
 	}
 	obj := metadataObject(ref.GVK, "", ref.Name)
-	err := retry(ctx, func() error { return c.Delete(ctx, obj, client.Preconditions{UID: &ref.UID}) })
+	err := retryTransient(ctx, func() error { return c.Delete(ctx, obj, client.Preconditions{UID: &ref.UID}) })
 	if gone(err) {
 		return false, nil
 	}

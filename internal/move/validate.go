@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/internal/graph"
@@ -34,21 +36,17 @@ func ValidateInTarget(ctx context.Context, target client.Client, objects []*grap
 	var mu sync.Mutex
 	var refusals []Refusal
 	err := forEach(ctx, objects, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
-		var err error
 		// A controller of the target may write the object between the
-		// read and the dry run: read it again.
-		for attempt := 0; attempt < 3; attempt++ {
-			err = retry(ctx, func() error {
+		// read and the dry run: read it again, up to three times in all.
+		err := retry.RetryOnConflict(wait.Backoff{Steps: 3}, func() error {
+			return retryTransient(ctx, func() error {
 				obj, err := getUnstructured(ctx, target, o.ObjectRef)
 				if err != nil {
 					return err
 				}
 				return target.Update(ctx, obj, client.DryRunAll)
 			})
-			if !apierrors.IsConflict(err) {
-				break
-			}
-		}
+		})
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
 			return nil

@@ -1,6 +1,9 @@
-// Package preflight holds the checks that compare the source and target
-// clusters before a move writes anything: the CRDs to move exist in the
-// target at the same storage version, no objects are stored at another
-// version, the source's providers are installed in the target, and nothing
-// the move would create is already in the target. It only reads.
+// Package preflight holds the checks a move passes before it writes
+// anything, as one ordered list (Checks): the MoveOperation's input, the
+// target (reachable, not the source), the CRDs to move (in the target at the
+// same storage version, no objects stored at another version), the
+// providers and their managers, the plan (no object whose owner stays
+// behind), the clusters' provisioning, what the target already holds, and
+// the GitOps managers of the moved objects. Every check runs, so that a
+// dry run reports every finding at once. It only reads.
 package preflight

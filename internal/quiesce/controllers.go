@@ -10,10 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
@@ -224,7 +227,11 @@ func Unavailable(ctx context.Context, c client.Reader, controllers []Controller)
 		if err := c.Get(ctx, ctrl.Key, d); err != nil {
 			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 		}
-		if reason := notAvailable(d); reason != "" {
+		reason, err := notAvailable(d)
+		if err != nil {
+			return nil, fmt.Errorf("computing the status of controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if reason != "" {
 			waiting[ctrl.Key] = reason
 		}
 	}
@@ -232,18 +239,28 @@ func Unavailable(ctx context.Context, c client.Reader, controllers []Controller)
 }
 
 // notAvailable says why a Deployment is not fully rolled out and available,
-// or returns "" when it is.
-func notAvailable(d *appsv1.Deployment) string {
-	want := ptr.Deref(d.Spec.Replicas, 1)
-	switch {
-	case d.Status.ObservedGeneration < d.Generation:
-		return "its controller has not observed the new replica count yet"
-	case d.Status.UpdatedReplicas < want:
-		return fmt.Sprintf("%d of %d replicas updated", d.Status.UpdatedReplicas, want)
-	case d.Status.AvailableReplicas < want:
-		return fmt.Sprintf("%d of %d replicas available", d.Status.AvailableReplicas, want)
+// or returns "" when it is. It asks kstatus, whose Current is what kubectl
+// rollout status, Flux and Argo CD mean by a Deployment that is done: its
+// controller observed the spec, every replica is updated, ready and
+// available, none is left over from before, and the Deployment says it is
+// Available.
+func notAvailable(d *appsv1.Deployment) (string, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+	if err != nil {
+		return "", err
 	}
-	return ""
+	u := &unstructured.Unstructured{Object: content}
+	// A typed read leaves the kind empty; kstatus needs it to apply its
+	// rules for Deployments.
+	u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	res, err := status.Compute(u)
+	if err != nil {
+		return "", err
+	}
+	if res.Status == status.CurrentStatus {
+		return "", nil
+	}
+	return res.Message, nil
 }
 
 // Forget drops the original-replicas annotation from every controller, once

@@ -127,18 +127,3 @@ func ClusterID(ctx context.Context, c client.Reader) (types.UID, error) {
 	}
 	return ns.UID, nil
 }
-
-// SameCluster reports whether two clients talk to the same cluster, by the
-// UID of their kube-system namespace: two API server URLs may lead to one
-// cluster, and a move onto itself would delete everything it copied.
-func SameCluster(ctx context.Context, source, target client.Reader) (bool, error) {
-	s, err := ClusterID(ctx, source)
-	if err != nil {
-		return false, fmt.Errorf("source cluster: %w", err)
-	}
-	t, err := ClusterID(ctx, target)
-	if err != nil {
-		return false, fmt.Errorf("target cluster: %w", err)
-	}
-	return s == t, nil
-}

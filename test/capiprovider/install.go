@@ -155,15 +155,7 @@ func (i *Installation) Provider(name string) *Provider {
 // Stopping the cluster stops the installation too.
 func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Installation, err error) {
 	began := time.Now()
-	if opts.Replicas <= 0 {
-		opts.Replicas = 1
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 3 * time.Minute
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
+	opts.defaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
@@ -193,36 +185,9 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 		}
 	}()
 
-	var objs []*unstructured.Unstructured
-	inventoryCRDs, err := decodeObjects(clusterctlconfig.ClusterctlAPIManifest)
+	objs, err := inst.prepareProviders(comps, ca, opts.Replicas)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the clusterctl inventory CRD: %w", err)
-	}
-	for _, o := range inventoryCRDs {
-		// clusterctl labels its inventory CRD only with this.
-		o.SetLabels(map[string]string{clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue})
-	}
-	objs = append(objs, inventoryCRDs...)
-
-	errLogFile, err := os.OpenFile(filepath.Join(c.LogDir, "webhooks.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("opening the webhook log: %w", err)
-	}
-	inst.errLog = errLogFile
-	errLog := log.New(errLogFile, "", log.LstdFlags|log.Lmicroseconds)
-	for _, comp := range comps {
-		p, provObjs, cert, err := prepareProvider(c, comp, ca, opts.Replicas)
-		if err != nil {
-			return nil, err
-		}
-		handler, err := newWebhookHandler(comp.spec, c.Config)
-		if err != nil {
-			return nil, err
-		}
-		p.server = newWebhookServer(p.ClusterIP+":443", handler, cert.tls, errLog)
-		p.spec = comp.spec
-		inst.Providers = append(inst.Providers, p)
-		objs = append(objs, provObjs...)
+		return nil, err
 	}
 
 	if opts.Controllers != nil {
@@ -238,18 +203,8 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 		return nil, err
 	}
 	applied := time.Since(began)
-	for _, p := range inst.Providers {
-		if err := waitAvailable(ctx, cl, p, opts.Replicas); err != nil {
-			return nil, err
-		}
-		if err := p.WaitServing(ctx, true); err != nil {
-			return nil, err
-		}
-		if p.live != nil {
-			if err := p.WaitControllers(ctx, true); err != nil {
-				return nil, err
-			}
-		}
+	if err := inst.waitReady(ctx, cl, opts.Replicas); err != nil {
+		return nil, err
 	}
 	available := time.Since(began)
 	if !opts.ColdCaches {
@@ -262,6 +217,76 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 		c.Name, inst.Duration.Round(time.Millisecond), prepared.Round(time.Millisecond), applied.Round(time.Millisecond),
 		available.Round(time.Millisecond), inst.Duration.Round(time.Millisecond))
 	return inst, nil
+}
+
+func (o *Options) defaults() {
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// prepareProviders returns the objects to apply, the clusterctl inventory
+// CRD then each provider's objects fitted to the cluster (prepareProvider),
+// and sets up, without starting them, each provider's webhook server.
+func (i *Installation) prepareProviders(comps []*components, ca *certificateAuthority, replicas int32) ([]*unstructured.Unstructured, error) {
+	c := i.Cluster
+	var objs []*unstructured.Unstructured
+	inventoryCRDs, err := decodeObjects(clusterctlconfig.ClusterctlAPIManifest)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the clusterctl inventory CRD: %w", err)
+	}
+	for _, o := range inventoryCRDs {
+		// clusterctl labels its inventory CRD only with this.
+		o.SetLabels(map[string]string{clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue})
+	}
+	objs = append(objs, inventoryCRDs...)
+
+	errLogFile, err := os.OpenFile(filepath.Join(c.LogDir, "webhooks.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the webhook log: %w", err)
+	}
+	i.errLog = errLogFile
+	errLog := log.New(errLogFile, "", log.LstdFlags|log.Lmicroseconds)
+	for _, comp := range comps {
+		p, provObjs, cert, err := prepareProvider(c, comp, ca, replicas)
+		if err != nil {
+			return nil, err
+		}
+		handler, err := newWebhookHandler(comp.spec, c.Config)
+		if err != nil {
+			return nil, err
+		}
+		p.server = newWebhookServer(p.ClusterIP+":443", handler, cert.tls, errLog)
+		p.spec = comp.spec
+		i.Providers = append(i.Providers, p)
+		objs = append(objs, provObjs...)
+	}
+	return objs, nil
+}
+
+// waitReady waits until every provider's Deployment is Available, its
+// webhooks serve and, when they run, its controllers too.
+func (i *Installation) waitReady(ctx context.Context, cl client.Client, replicas int32) error {
+	for _, p := range i.Providers {
+		if err := waitAvailable(ctx, cl, p, replicas); err != nil {
+			return err
+		}
+		if err := p.WaitServing(ctx, true); err != nil {
+			return err
+		}
+		if p.live != nil {
+			if err := p.WaitControllers(ctx, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // prepareProvider makes a provider's rendered objects fit cluster c: the
@@ -292,6 +317,16 @@ func prepareProvider(c *localcluster.Cluster, comp *components, ca *certificateA
 	}
 
 	objs := comp.deepCopy()
+	if err := p.fit(objs, comp, clusterIP, caBundle, injectFrom, replicas); err != nil {
+		return nil, nil, nil, err
+	}
+	return p, append(objs, servingCertSecret(comp, prefix, cert, caBundle), inventoryEntry(comp, p.Name)), cert, nil
+}
+
+// fit makes a provider's objects fit the cluster: its webhook Service at
+// clusterIP (and its pods selected by p), CA bundles and cert-manager's
+// annotations on webhook configurations and CRDs, and pods on fake nodes.
+func (p *Provider) fit(objs []*unstructured.Unstructured, comp *components, clusterIP, caBundle, injectFrom string, replicas int32) error {
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "Service":
@@ -299,7 +334,7 @@ func prepareProvider(c *localcluster.Cluster, comp *components, ca *certificateA
 			_ = unstructured.SetNestedStringSlice(o.Object, []string{clusterIP}, "spec", "clusterIPs")
 			sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector")
 			if len(sel) == 0 {
-				return nil, nil, nil, fmt.Errorf("webhook Service %s/%s of provider %s has no selector", comp.namespace, comp.service, p.Name)
+				return fmt.Errorf("webhook Service %s/%s of provider %s has no selector", comp.namespace, comp.service, p.Name)
 			}
 			p.podSelector = labels.SelectorFromSet(sel)
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
@@ -320,11 +355,16 @@ func prepareProvider(c *localcluster.Cluster, comp *components, ca *certificateA
 			setAnnotation(o, "cert-manager.io/inject-ca-from", injectFrom)
 		case "Deployment":
 			if err := placeOnFakeNodes(o, replicas); err != nil {
-				return nil, nil, nil, fmt.Errorf("deployment of provider %s: %w", p.Name, err)
+				return fmt.Errorf("deployment of provider %s: %w", p.Name, err)
 			}
 		}
 	}
+	return nil
+}
 
+// servingCertSecret is the Secret of a provider's serving certificate, as
+// cert-manager writes it.
+func servingCertSecret(comp *components, prefix string, cert *servingCert, caBundle string) *unstructured.Unstructured {
 	certSecret := &unstructured.Unstructured{}
 	certSecret.SetAPIVersion("v1")
 	certSecret.SetKind("Secret")
@@ -337,22 +377,25 @@ func prepareProvider(c *localcluster.Cluster, comp *components, ca *certificateA
 		"tls.key": base64.StdEncoding.EncodeToString(cert.keyPEM),
 		"ca.crt":  caBundle,
 	}, "data")
+	return certSecret
+}
 
+// inventoryEntry is clusterctl's inventory entry of the provider name.
+func inventoryEntry(comp *components, name string) *unstructured.Unstructured {
 	inventory := &unstructured.Unstructured{}
 	inventory.SetAPIVersion(clusterctlv1.GroupVersion.String())
 	inventory.SetKind("Provider")
 	inventory.SetNamespace(comp.namespace)
-	inventory.SetName(p.Name)
+	inventory.SetName(name)
 	inventory.SetLabels(map[string]string{
 		clusterctlv1.ClusterctlLabel:     "",
-		ProviderLabel:                    p.Name,
+		ProviderLabel:                    name,
 		clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue,
 	})
 	_ = unstructured.SetNestedField(inventory.Object, comp.spec.name, "providerName")
 	_ = unstructured.SetNestedField(inventory.Object, string(comp.spec.providerType), "type")
 	_ = unstructured.SetNestedField(inventory.Object, comp.version, "version")
-
-	return p, append(objs, certSecret, inventory), cert, nil
+	return inventory
 }
 
 func setAnnotation(o *unstructured.Unstructured, k, v string) {

@@ -185,6 +185,25 @@ func newCoreManager(ctx context.Context, cfg *rest.Config, env *controllerEnv) (
 		return nil, fmt.Errorf("creating the ClusterCache: %w", err)
 	}
 	shutdownAtExit(env, clusterCache)
+	if err := setupCoreCRDMigrator(ctx, mgr); err != nil {
+		return nil, err
+	}
+	partialSecretCache, err := newPartialSecretCache(mgr)
+	if err != nil {
+		return nil, err
+	}
+	setups := coreControllerSetups(ctx, mgr, clusterCache, partialSecretCache)
+	for _, s := range setups {
+		if err := s.do(); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", s.name, err)
+		}
+	}
+	return mgr, nil
+}
+
+// setupCoreCRDMigrator sets up the migration of the core provider's stored
+// objects to their CRDs' storage versions.
+func setupCoreCRDMigrator(ctx context.Context, mgr manager.Manager) error {
 	migrated := map[client.Object]crdmigrator.ByObjectConfig{
 		&addonsv1.ClusterResourceSetBinding{}: {UseCache: false},
 		&addonsv1.ClusterResourceSet{}:        {UseCache: false, UseStatusForStorageVersionMigration: true},
@@ -205,11 +224,14 @@ func newCoreManager(ctx context.Context, cfg *rest.Config, env *controllerEnv) (
 	}
 	if err := (&crdmigrator.CRDMigrator{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: migrated}).
 		SetupWithManager(ctx, mgr, concurrency(1)); err != nil {
-		return nil, fmt.Errorf("setting up the CRD migrator: %w", err)
+		return fmt.Errorf("setting up the CRD migrator: %w", err)
 	}
+	return nil
+}
 
-	// A cache of Secrets' metadata only, for the ClusterResourceSet
-	// controller, as main.go sets up.
+// newPartialSecretCache adds to mgr a cache of Secrets' metadata only, for
+// the ClusterResourceSet controller, as the core provider's main.go sets up.
+func newPartialSecretCache(mgr manager.Manager) (ctrlcache.Cache, error) {
 	partialSecretCache, err := ctrlcache.New(mgr.GetConfig(), ctrlcache.Options{
 		Scheme:           mgr.GetScheme(),
 		Mapper:           mgr.GetRESTMapper(),
@@ -223,74 +245,76 @@ func newCoreManager(ctx context.Context, cfg *rest.Config, env *controllerEnv) (
 	if err := mgr.Add(partialSecretCache); err != nil {
 		return nil, err
 	}
+	return partialSecretCache, nil
+}
 
-	type setup struct {
-		name string
-		do   func() error
-	}
-	setups := []setup{}
+// controllerSetup sets up one controller with a manager.
+type controllerSetup struct {
+	name string
+	do   func() error
+}
+
+// coreControllerSetups are the core provider's controllers, each behind the
+// feature gate that enables it.
+func coreControllerSetups(ctx context.Context, mgr manager.Manager, clusterCache clustercache.ClusterCache, partialSecretCache ctrlcache.Cache) []controllerSetup {
+	setups := []controllerSetup{}
 	if feature.Gates.Enabled(feature.ClusterTopology) {
 		setups = append(setups,
-			setup{"ClusterClass", func() error {
+			controllerSetup{"ClusterClass", func() error {
 				return (&clusterclass.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, concurrency(10))
 			}},
-			setup{"ClusterTopology", func() error {
+			controllerSetup{"ClusterTopology", func() error {
 				return (&topologycluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: clusterCache}).
 					SetupWithManager(ctx, mgr, concurrency(50))
 			}},
-			setup{"MachineDeploymentTopology", func() error {
+			controllerSetup{"MachineDeploymentTopology", func() error {
 				return (&topologymachinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).
 					SetupWithManager(ctx, mgr, concurrency(25))
 			}},
-			setup{"MachineSetTopology", func() error {
+			controllerSetup{"MachineSetTopology", func() error {
 				return (&topologymachineset.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).
 					SetupWithManager(ctx, mgr, concurrency(25))
 			}},
 		)
 	}
 	setups = append(setups,
-		setup{"Cluster", func() error {
+		controllerSetup{"Cluster", func() error {
 			return (&cluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: clusterCache,
 				RemoteConnectionGracePeriod: remoteConnectionGracePeriod}).SetupWithManager(ctx, mgr, concurrency(50))
 		}},
-		setup{"Machine", func() error {
+		controllerSetup{"Machine", func() error {
 			return (&machine.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: clusterCache,
 				RemoteConditionsGracePeriod: remoteConditionsGracePeriod}).SetupWithManager(ctx, mgr, concurrency(100))
 		}},
-		setup{"MachineSet", func() error {
+		controllerSetup{"MachineSet", func() error {
 			return (&machineset.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: clusterCache,
 				PreflightChecks: machineSetPreflightChecks()}).SetupWithManager(ctx, mgr, concurrency(50))
 		}},
-		setup{"MachineDeployment", func() error {
+		controllerSetup{"MachineDeployment", func() error {
 			return (&machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).
 				SetupWithManager(ctx, mgr, concurrency(50))
 		}},
 	)
 	if feature.Gates.Enabled(feature.MachinePool) {
-		setups = append(setups, setup{"MachinePool", func() error {
+		setups = append(setups, controllerSetup{"MachinePool", func() error {
 			return (&machinepool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: clusterCache}).
 				SetupWithManager(ctx, mgr, concurrency(50))
 		}})
 	}
 	setups = append(setups,
-		setup{"ClusterResourceSet", func() error {
+		controllerSetup{"ClusterResourceSet", func() error {
 			return (&clusterresourceset.Reconciler{Client: mgr.GetClient(), ClusterCache: clusterCache}).
 				SetupWithManager(ctx, mgr, concurrency(10), partialSecretCache)
 		}},
-		setup{"ClusterResourceSetBinding", func() error {
+		controllerSetup{"ClusterResourceSetBinding", func() error {
 			return (&clusterresourcesetbinding.Reconciler{Client: mgr.GetClient()}).SetupWithManager(ctx, mgr, concurrency(10))
 		}},
-		setup{"MachineHealthCheck", func() error {
+		controllerSetup{"MachineHealthCheck", func() error {
 			return (&machinehealthcheck.Reconciler{Client: mgr.GetClient(), ClusterCache: clusterCache}).
 				SetupWithManager(ctx, mgr, concurrency(50))
 		}},
 	)
-	for _, s := range setups {
-		if err := s.do(); err != nil {
-			return nil, fmt.Errorf("setting up the %s controller: %w", s.name, err)
-		}
-	}
-	return mgr, nil
+	return setups
 }
 
 // machineSetPreflightChecks is the default of --machineset-preflight-checks.

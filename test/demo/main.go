@@ -137,6 +137,70 @@ func run() int {
 }
 
 func (d *demo) run(ctx context.Context, keep bool) error {
+	if err := d.setUp(ctx); err != nil {
+		return err
+	}
+	f, err := d.createFleet(ctx)
+	if err != nil {
+		return err
+	}
+
+	c, err := d.sourceClient()
+	if err != nil {
+		return err
+	}
+	before, err := take(ctx, d.env.Source.Client, f.Namespaces)
+	if err != nil {
+		return err
+	}
+	replicasBefore, err := d.replicas(ctx)
+	if err != nil {
+		return err
+	}
+	mark, mo, err := d.startMove(ctx, c)
+	if err != nil {
+		return err
+	}
+
+	step("Watching the move (as kubectl get mo -w would show it)")
+	done, err := d.watch(ctx, c, mo)
+	if err != nil {
+		return err
+	}
+
+	after, err := take(ctx, d.env.Target.Client, f.Namespaces)
+	if err != nil {
+		return err
+	}
+	sourceAfter, err := take(ctx, d.env.Source.Client, f.Namespaces)
+	if err != nil {
+		return err
+	}
+	replicasAfter, err := d.replicas(ctx)
+	if err != nil {
+		return err
+	}
+	step("Summary")
+	printKinds(before, sourceAfter, after, f.Namespaces, done.Status.Phase == movev1alpha1.PhaseDone)
+	printReplicas(replicasBefore, d.lowest, replicasAfter)
+	printPhases(done)
+
+	if err := checkMove(done, f.Namespaces, before, sourceAfter, after, replicasBefore, replicasAfter); err != nil {
+		return err
+	}
+	headline, err := d.takeover(ctx, f, mark, done)
+	if err != nil {
+		return err
+	}
+	d.saySuccess(done, len(inNamespaces(before, f.Namespaces).Objects), keep)
+	say("\n%s", headline)
+	return nil
+}
+
+// setUp makes the demo's work directory and logs, builds the Kubernetes
+// binaries if they are not cached, and starts the two management clusters
+// while it builds the operator.
+func (d *demo) setUp(ctx context.Context) error {
 	var err error
 	if d.root, err = testenv.RepositoryRoot("make demo"); err != nil {
 		return err
@@ -173,13 +237,18 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 		return err
 	}
 	say("  operator built: bin/manager")
+	return nil
+}
 
+// createFleet creates the fleet in the source, and waits until the
+// source's controllers have reconciled it and left it alone.
+func (d *demo) createFleet(ctx context.Context) (*fleet.Fleet, error) {
 	step(fmt.Sprintf("Creating a fleet of %d workload clusters in the source", fleetOptions.Clusters))
 	opts := fleetOptions
 	opts.Live = &fleet.Live{Cloud: d.env.Cloud, Workload: d.env.Workload, ManagementCluster: d.env.Source.Name}
 	f, err := fleet.Create(ctx, d.env.Source.Client, opts)
 	if err != nil {
-		return fmt.Errorf("creating the fleet: %w", err)
+		return nil, fmt.Errorf("creating the fleet: %w", err)
 	}
 	for _, c := range f.Clusters {
 		class := ""
@@ -196,31 +265,24 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 		}
 		return takeover.Quiet(d.env.Source, ours, quietBeforeMove)
 	}); err != nil {
-		return fmt.Errorf("the fleet did not settle in the source: %w", err)
+		return nil, fmt.Errorf("the fleet did not settle in the source: %w", err)
 	}
 	say("  the source's controllers have reconciled it and left it alone for %s", quietBeforeMove)
+	return f, nil
+}
 
-	c, err := d.sourceClient()
-	if err != nil {
-		return err
-	}
-	before, err := take(ctx, d.env.Source.Client, f.Namespaces)
-	if err != nil {
-		return err
-	}
-	replicasBefore, err := d.replicas(ctx)
-	if err != nil {
-		return err
-	}
-
+// startMove installs the MoveOperation CRD in the source, starts the
+// operator, and applies the sample MoveOperation. It returns the mark taken
+// just before the move starts, from which the takeover counts writes.
+func (d *demo) startMove(ctx context.Context, c client.Client) (takeover.Mark, *movev1alpha1.MoveOperation, error) {
 	step("Installing the MoveOperation CRD in the source and starting the operator")
 	if _, err := envtest.InstallCRDs(d.env.Source.Config, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join(d.root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
 	}); err != nil {
-		return fmt.Errorf("installing the MoveOperation CRD: %w", err)
+		return takeover.Mark{}, nil, fmt.Errorf("installing the MoveOperation CRD: %w", err)
 	}
 	if err := d.startOperator(); err != nil {
-		return err
+		return takeover.Mark{}, nil, err
 	}
 	say("  KUBECONFIG=%s bin/manager --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0", d.env.Source.KubeconfigPath)
 	say("  its log: %s", d.opLog)
@@ -228,41 +290,21 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	mark := takeover.MarkNow(d.env)
 	step("Creating the target kubeconfig Secret and applying " + samplePath)
 	mo, err := d.applySample(ctx, c)
-	if err != nil {
-		return err
-	}
+	return mark, mo, err
+}
 
-	step("Watching the move (as kubectl get mo -w would show it)")
-	done, err := d.watch(ctx, c, mo)
-	if err != nil {
-		return err
-	}
-
-	after, err := take(ctx, d.env.Target.Client, f.Namespaces)
-	if err != nil {
-		return err
-	}
-	sourceAfter, err := take(ctx, d.env.Source.Client, f.Namespaces)
-	if err != nil {
-		return err
-	}
-	replicasAfter, err := d.replicas(ctx)
-	if err != nil {
-		return err
-	}
-	step("Summary")
-	printKinds(before, sourceAfter, after, f.Namespaces, done.Status.Phase == movev1alpha1.PhaseDone)
-	printReplicas(replicasBefore, d.lowest, replicasAfter)
-	printPhases(done)
-
+// checkMove fails unless the move reached Done with the target holding
+// exactly what the source held, nothing of it left in the source but what
+// global objects own, and every controller back at its replica count.
+func checkMove(done *movev1alpha1.MoveOperation, namespaces []string, before, sourceAfter, after *snapshot.Snapshot, replicasBefore, replicasAfter map[string]int32) error {
 	if done.Status.Phase != movev1alpha1.PhaseDone {
 		printConditions(done)
 		return fmt.Errorf("MoveOperation %s/%s ended in phase %s: %s", done.Namespace, done.Name, done.Status.Phase, done.Status.FailureMessage)
 	}
-	if diff := snapshot.Diff(inNamespaces(before, f.Namespaces), inNamespaces(after, f.Namespaces)); diff != "" {
+	if diff := snapshot.Diff(inNamespaces(before, namespaces), inNamespaces(after, namespaces)); diff != "" {
 		return fmt.Errorf("the move reached Done but the target differs from the source before the move (-source +target):\n%s", diff)
 	}
-	if left := inNamespaces(sourceAfter, f.Namespaces); len(left.Objects) > 0 {
+	if left := inNamespaces(sourceAfter, namespaces); len(left.Objects) > 0 {
 		var orphans []string
 		for _, o := range left.Objects {
 			if !ownedByGlobal(o) {
@@ -278,11 +320,12 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 			return fmt.Errorf("the move reached Done but controller %s has %d replicas, %d before", strings.ReplaceAll(k, "\t", " "), replicasAfter[k], n)
 		}
 	}
-	headline, err := d.takeover(ctx, f, mark, done)
-	if err != nil {
-		return err
-	}
-	moved, planned := len(inNamespaces(before, f.Namespaces).Objects), 0
+	return nil
+}
+
+// saySuccess says what moved and how long it took.
+func (d *demo) saySuccess(done *movev1alpha1.MoveOperation, moved int, keep bool) {
+	planned := 0
 	if done.Status.Plan != nil {
 		planned = int(done.Status.Plan.Objects)
 	}
@@ -293,8 +336,6 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	if !keep {
 		say("(KEEP=1 make demo keeps both clusters running afterwards.)")
 	}
-	say("\n%s", headline)
-	return nil
 }
 
 // takeover waits until the target's live controllers have reconciled the

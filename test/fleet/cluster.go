@@ -223,6 +223,30 @@ func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
 	if err := b.loopMachineTemplate(ctx, infraTemplate, "large", ClusterClassName+"-control-plane"); err != nil {
 		return err
 	}
+	if err := b.createKubeadmControlPlane(ctx, infraTemplate); err != nil {
+		return err
+	}
+	if err := b.createClusterSecrets(ctx); err != nil {
+		return err
+	}
+	if b.opts.Live != nil {
+		// The KubeadmConfigs of control-plane Machines are what
+		// KubeadmControlPlane computes from its spec: the first one for
+		// kubeadm init, the others for join.
+		kcp := b.kcp
+		b.cpBootstrap = func(i int, name string) (bootstrapv1.KubeadmConfigSpec, error) {
+			return b.opts.Live.controlPlaneBootstrap(kcp, b.cluster, i > 0, name)
+		}
+	}
+	if err := b.createControlPlaneMachines(ctx, infraTemplate); err != nil {
+		return err
+	}
+	return b.setControlPlaneStatus(ctx)
+}
+
+// createKubeadmControlPlane creates the cluster's KubeadmControlPlane, whose
+// Machines are cloned from infraTemplate.
+func (b *clusterBuilder) createKubeadmControlPlane(ctx context.Context, infraTemplate string) error {
 	kcp := &controlplanev1.KubeadmControlPlane{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       b.wc.Namespace,
@@ -258,21 +282,13 @@ func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
 		}
 	}
 	b.kcp = kcp
-	if err := b.w.create(ctx, kcp, nil); err != nil {
-		return err
-	}
-	if err := b.createClusterSecrets(ctx); err != nil {
-		return err
-	}
-	if b.opts.Live != nil {
-		// The KubeadmConfigs of control-plane Machines are what
-		// KubeadmControlPlane computes from its spec: the first one for
-		// kubeadm init, the others for join.
-		b.cpBootstrap = func(i int, name string) (bootstrapv1.KubeadmConfigSpec, error) {
-			return b.opts.Live.controlPlaneBootstrap(kcp, b.cluster, i > 0, name)
-		}
-	}
+	return b.w.create(ctx, kcp, nil)
+}
 
+// createControlPlaneMachines creates the KubeadmControlPlane's Machines, the
+// first of them claiming an IP address.
+func (b *clusterBuilder) createControlPlaneMachines(ctx context.Context, infraTemplate string) error {
+	kcp := b.kcp
 	var machines []string
 	for i := range b.opts.ControlPlaneReplicas {
 		name := kcp.Name + "-" + suffix(fmt.Sprintf("%s/%s/cp/%d", b.wc.Namespace, kcp.Name, i))
@@ -302,7 +318,13 @@ func (b *clusterBuilder) createControlPlane(ctx context.Context) error {
 		}
 	}
 	b.wc.Machines = append(b.wc.Machines, machines...)
+	return nil
+}
 
+// setControlPlaneStatus writes the status of a KubeadmControlPlane whose
+// Machines are all up to date and ready.
+func (b *clusterBuilder) setControlPlaneStatus(ctx context.Context) error {
+	kcp := b.kcp
 	n := int32(b.opts.ControlPlaneReplicas)
 	kcp.Status = controlplanev1.KubeadmControlPlaneStatus{
 		Initialization:    controlplanev1.KubeadmControlPlaneInitializationStatus{ControlPlaneInitialized: ptr.To(true)},
@@ -441,23 +463,9 @@ func (b *clusterBuilder) createMachine(ctx context.Context, p machineParams) err
 		return err
 	}
 
-	lm := newLoop(capiprovider.LoopMachineKind, b.wc.Namespace, p.name)
-	lm.SetLabels(p.labels)
-	lm.SetFinalizers([]string{loopMachineFinalizer})
-	lm.SetOwnerReferences(machineOwner)
-	cloned(lm, p.infraTemplate, capiprovider.LoopMachineTemplateKind+"."+loopGroup)
-	setNested(lm, map[string]any{"providerID": providerID, "flavor": p.flavor, "failureDomain": p.failureDomain}, "spec")
 	address := b.machineAddress(p.name)
-	if err := b.w.create(ctx, lm, func() {
-		setNested(lm, map[string]any{
-			"initialization": map[string]any{"provisioned": true},
-			"addresses": []any{
-				map[string]any{"type": "InternalIP", "address": address},
-				map[string]any{"type": "Hostname", "address": p.name},
-			},
-			"conditions": conditionsJSON(conditions(lm.GetGeneration(), isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))),
-		}, "status")
-	}); err != nil {
+	lm, err := b.createLoopMachine(ctx, p, providerID, address, machineOwner)
+	if err != nil {
 		return err
 	}
 	if p.claimAddress {
@@ -470,7 +478,33 @@ func (b *clusterBuilder) createMachine(ctx context.Context, p machineParams) err
 			return err
 		}
 	}
+	return b.setMachineStatus(ctx, m, p, address)
+}
 
+// createLoopMachine creates the LoopMachine of a Machine, provisioned at
+// address.
+func (b *clusterBuilder) createLoopMachine(ctx context.Context, p machineParams, providerID, address string, owner []metav1.OwnerReference) (*unstructured.Unstructured, error) {
+	lm := newLoop(capiprovider.LoopMachineKind, b.wc.Namespace, p.name)
+	lm.SetLabels(p.labels)
+	lm.SetFinalizers([]string{loopMachineFinalizer})
+	lm.SetOwnerReferences(owner)
+	cloned(lm, p.infraTemplate, capiprovider.LoopMachineTemplateKind+"."+loopGroup)
+	setNested(lm, map[string]any{"providerID": providerID, "flavor": p.flavor, "failureDomain": p.failureDomain}, "spec")
+	err := b.w.create(ctx, lm, func() {
+		setNested(lm, map[string]any{
+			"initialization": map[string]any{"provisioned": true},
+			"addresses": []any{
+				map[string]any{"type": "InternalIP", "address": address},
+				map[string]any{"type": "Hostname", "address": p.name},
+			},
+			"conditions": conditionsJSON(conditions(lm.GetGeneration(), isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))),
+		}, "status")
+	})
+	return lm, err
+}
+
+// setMachineStatus writes the status of a Machine whose node runs.
+func (b *clusterBuilder) setMachineStatus(ctx context.Context, m *clusterv1.Machine, p machineParams, address string) error {
 	m.Status = clusterv1.MachineStatus{
 		Initialization: clusterv1.MachineInitializationStatus{InfrastructureProvisioned: ptr.To(true), BootstrapDataSecretCreated: ptr.To(true)},
 		NodeRef:        clusterv1.MachineNodeReference{Name: p.name},
@@ -585,8 +619,34 @@ func (b *clusterBuilder) createAddressClaim(ctx context.Context, lm *unstructure
 	return b.w.setStatus(ctx, claim)
 }
 
+// createWorkers creates the cluster's MachineDeployment with its templates,
+// MachineSet and Machines, all with the statuses of running workers.
 func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 	mdName := b.name(b.wc.Name + "-md-0")
+	bootstrapTemplate, err := b.createWorkerTemplates(ctx, mdName)
+	if err != nil {
+		return err
+	}
+	workers := int32(*b.opts.Workers)
+	template := b.workerTemplate(mdName, bootstrapTemplate)
+	md, err := b.createMachineDeployment(ctx, mdName, template, workers)
+	if err != nil {
+		return err
+	}
+	ms, msTemplate, err := b.createMachineSet(ctx, md, template, workers)
+	if err != nil {
+		return err
+	}
+	if err := b.createWorkerMachines(ctx, ms, msTemplate.Labels, bootstrapTemplate, mdName, workers); err != nil {
+		return err
+	}
+	return b.setWorkerStatuses(ctx, md, ms, workers)
+}
+
+// createWorkerTemplates creates the KubeadmConfigTemplate and the
+// LoopMachineTemplate of the MachineDeployment mdName, and returns the name
+// of the first.
+func (b *clusterBuilder) createWorkerTemplates(ctx context.Context, mdName string) (string, error) {
 	bootstrapTemplate := &bootstrapv1.KubeadmConfigTemplate{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       b.wc.Namespace,
@@ -601,36 +661,42 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 		bootstrapTemplate.Labels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] = "md-0"
 	}
 	if err := b.w.create(ctx, bootstrapTemplate, nil); err != nil {
-		return err
+		return "", err
 	}
 	var topologyLabels []string
 	if b.topology() {
 		topologyLabels = []string{clusterv1.ClusterTopologyMachineDeploymentNameLabel, "md-0"}
 	}
 	if err := b.loopMachineTemplate(ctx, mdName, "small", classTemplate, topologyLabels...); err != nil {
-		return err
+		return "", err
 	}
+	return bootstrapTemplate.Name, nil
+}
 
-	workers := int32(*b.opts.Workers)
-	mdLabels := b.labels()
-	if b.topology() {
-		mdLabels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] = "md-0"
-	}
-	template := clusterv1.MachineTemplateSpec{
+// workerTemplate is the Machine template of the MachineDeployment mdName.
+func (b *clusterBuilder) workerTemplate(mdName, bootstrapTemplate string) clusterv1.MachineTemplateSpec {
+	return clusterv1.MachineTemplateSpec{
 		Spec: clusterv1.MachineSpec{
 			ClusterName: b.wc.Name,
 			Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: bootstrapGroup, Kind: "KubeadmConfigTemplate", Name: bootstrapTemplate.Name}},
+				APIGroup: bootstrapGroup, Kind: "KubeadmConfigTemplate", Name: bootstrapTemplate}},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: loopGroup, Kind: capiprovider.LoopMachineTemplateKind, Name: mdName},
 			Version:           b.opts.KubernetesVersion,
 			FailureDomain:     "zone-b",
 		},
 	}
+}
+
+// createMachineDeployment creates the MachineDeployment mdName of workers
+// Machines.
+func (b *clusterBuilder) createMachineDeployment(ctx context.Context, mdName string, template clusterv1.MachineTemplateSpec, workers int32) (*clusterv1.MachineDeployment, error) {
+	mdLabels := b.labels()
+	if b.topology() {
+		mdLabels[clusterv1.ClusterTopologyMachineDeploymentNameLabel] = "md-0"
+	}
 	mdFinalizers := []string{clusterv1.MachineDeploymentFinalizer}
-	msFinalizers := []string{clusterv1.MachineSetFinalizer}
 	if b.topology() {
 		mdFinalizers = append(mdFinalizers, clusterv1.MachineDeploymentTopologyFinalizer)
-		msFinalizers = append(msFinalizers, clusterv1.MachineSetTopologyFinalizer)
 	}
 	md := &clusterv1.MachineDeployment{
 		ObjectMeta: metav1.ObjectMeta{
@@ -654,11 +720,18 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 		}
 		md.Spec.Template.Labels = b.labels(clusterv1.ClusterTopologyMachineDeploymentNameLabel, "md-0")
 	}
-	if err := b.w.create(ctx, md, nil); err != nil {
-		return err
-	}
+	return md, b.w.create(ctx, md, nil)
+}
 
-	hash := suffix(mdName + "/template")
+// createMachineSet creates the MachineSet of a MachineDeployment, labelled
+// and selected as the MachineDeployment controller makes it from template,
+// and returns it with its Machine template.
+func (b *clusterBuilder) createMachineSet(ctx context.Context, md *clusterv1.MachineDeployment, template clusterv1.MachineTemplateSpec, workers int32) (*clusterv1.MachineSet, clusterv1.MachineTemplateSpec, error) {
+	msFinalizers := []string{clusterv1.MachineSetFinalizer}
+	if b.topology() {
+		msFinalizers = append(msFinalizers, clusterv1.MachineSetTopologyFinalizer)
+	}
+	hash := suffix(md.Name + "/template")
 	msTemplate := *template.DeepCopy()
 	msTemplate.Labels = map[string]string{}
 	for k, v := range md.Spec.Template.Labels {
@@ -690,16 +763,18 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 		},
 		Spec: clusterv1.MachineSetSpec{ClusterName: b.wc.Name, Replicas: &workers, Selector: selector, Template: msTemplate},
 	}
-	if err := b.w.create(ctx, ms, nil); err != nil {
-		return err
-	}
+	return ms, msTemplate, b.w.create(ctx, ms, nil)
+}
 
+// createWorkerMachines creates the Machines of a MachineSet, labelled as its
+// template.
+func (b *clusterBuilder) createWorkerMachines(ctx context.Context, ms *clusterv1.MachineSet, templateLabels map[string]string, bootstrapTemplate, mdName string, workers int32) error {
 	var names []string
 	for i := range int(workers) {
 		name := ms.Name + "-" + suffix(fmt.Sprintf("%s/%s/%d", b.wc.Namespace, ms.Name, i))
 		names = append(names, name)
 		labels := map[string]string{}
-		for k, v := range msTemplate.Labels {
+		for k, v := range templateLabels {
 			labels[k] = v
 		}
 		labels[clusterv1.MachineSetNameLabel] = ms.Name
@@ -708,7 +783,7 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 			owner:             ms,
 			labels:            labels,
 			bootstrap:         bootstrapv1.KubeadmConfigSpec{JoinConfiguration: bootstrapv1.JoinConfiguration{}},
-			bootstrapTemplate: bootstrapTemplate.Name,
+			bootstrapTemplate: bootstrapTemplate,
 			infraTemplate:     mdName,
 			flavor:            "small",
 			failureDomain:     "zone-b",
@@ -718,7 +793,12 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 		}
 	}
 	b.wc.Machines = append(b.wc.Machines, names...)
+	return nil
+}
 
+// setWorkerStatuses writes the statuses of a MachineSet and its
+// MachineDeployment whose Machines all run.
+func (b *clusterBuilder) setWorkerStatuses(ctx context.Context, md *clusterv1.MachineDeployment, ms *clusterv1.MachineSet, workers int32) error {
 	replicaStatus := func() (*int32, *int32, *int32, *int32) { return &workers, &workers, &workers, &workers }
 	ms.Status.Replicas, ms.Status.ReadyReplicas, ms.Status.AvailableReplicas, ms.Status.UpToDateReplicas = replicaStatus()
 	ms.Status.Selector = metav1.FormatLabelSelector(&ms.Spec.Selector)
@@ -751,6 +831,8 @@ func (b *clusterBuilder) createWorkers(ctx context.Context) error {
 	return b.w.setStatus(ctx, md)
 }
 
+// createMachinePool creates the cluster's MachinePool with its
+// KubeadmConfig and LoopMachinePool, all with the statuses of running nodes.
 func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
 	name := b.wc.Name + "-mp-0"
 	replicas := int32(b.opts.MachinePoolReplicas)
@@ -804,6 +886,15 @@ func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
 	if err := b.createBootstrapConfig(ctx, kc); err != nil {
 		return err
 	}
+	if err := b.createLoopMachinePool(ctx, name, labels, owner, providerIDs, replicas); err != nil {
+		return err
+	}
+	return b.setMachinePoolStatus(ctx, mp, nodeRefs, replicas)
+}
+
+// createLoopMachinePool creates the LoopMachinePool of the MachinePool name,
+// provisioned with the nodes of providerIDs.
+func (b *clusterBuilder) createLoopMachinePool(ctx context.Context, name string, labels map[string]string, owner []metav1.OwnerReference, providerIDs []string, replicas int32) error {
 	lmp := newLoop(capiprovider.LoopMachinePoolKind, b.wc.Namespace, name)
 	lmp.SetLabels(labels)
 	lmp.SetFinalizers([]string{loopMachinePoolFinalizer})
@@ -813,16 +904,18 @@ func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
 		ids[i] = id
 	}
 	setNested(lmp, map[string]any{"providerIDList": ids, "template": map[string]any{"flavor": "small"}}, "spec")
-	if err := b.w.create(ctx, lmp, func() {
+	return b.w.create(ctx, lmp, func() {
 		setNested(lmp, map[string]any{
 			"initialization": map[string]any{"provisioned": true},
 			"ready":          true,
 			"replicas":       int64(replicas),
 			"conditions":     conditionsJSON(conditions(lmp.GetGeneration(), isTrue(clusterv1.ReadyCondition, clusterv1.ReadyReason))),
 		}, "status")
-	}); err != nil {
-		return err
-	}
+	})
+}
+
+// setMachinePoolStatus writes the status of a MachinePool whose nodes run.
+func (b *clusterBuilder) setMachinePoolStatus(ctx context.Context, mp *clusterv1.MachinePool, nodeRefs []corev1.ObjectReference, replicas int32) error {
 	mp.Status = clusterv1.MachinePoolStatus{
 		Initialization:     clusterv1.MachinePoolInitializationStatus{InfrastructureProvisioned: ptr.To(true), BootstrapDataSecretCreated: ptr.To(true)},
 		NodeRefs:           nodeRefs,
@@ -837,7 +930,8 @@ func (b *clusterBuilder) createMachinePool(ctx context.Context) error {
 		// its controller reports through the deprecated v1beta1 ones.
 		Conditions: conditions(mp.Generation, isFalse(clusterv1.PausedCondition, clusterv1.NotPausedReason)),
 		Deprecated: &clusterv1.MachinePoolDeprecatedStatus{V1Beta1: &clusterv1.MachinePoolV1Beta1DeprecatedStatus{
-			Conditions: v1beta1Conditions( //nolint:staticcheck // what the MachinePool controller still reportsclusterv1.ReadyV1Beta1Condition, clusterv1.BootstrapReadyV1Beta1Condition,
+			Conditions: v1beta1Conditions( //nolint:staticcheck // what the MachinePool controller still reports
+				clusterv1.ReadyV1Beta1Condition, clusterv1.BootstrapReadyV1Beta1Condition,
 				clusterv1.InfrastructureReadyV1Beta1Condition, clusterv1.ReplicasReadyV1Beta1Condition),
 		}},
 	}

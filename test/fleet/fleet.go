@@ -168,9 +168,28 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 	for i := range shapes {
 		shapes[i] = []Shape{Classic, ClusterClass, CrossNamespaceClusterClass}[i%3]
 	}
-
 	// ClusterClasses first: the Cluster webhook validates a topology against
 	// its (reconciled) ClusterClass.
+	classes, err := createClusterClasses(ctx, w, opts, shapes, f)
+	if err != nil {
+		return nil, err
+	}
+	crs, err := createClusterResourceSets(ctx, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := createClusters(ctx, w, opts, f, shapes, classes, crs); err != nil {
+		return nil, err
+	}
+	f.Objects = w.snapshotCounts()
+	f.Duration = time.Since(began)
+	return f, nil
+}
+
+// createClusterClasses creates a ClusterClass in each namespace whose
+// clusters of the given shapes use one, records them in f, and returns
+// them by namespace.
+func createClusterClasses(ctx context.Context, w *writer, opts Options, shapes []Shape, f *Fleet) (map[string]*classRefs, error) {
 	classes := map[string]*classRefs{}
 	needClass := map[string]bool{}
 	for i, shape := range shapes {
@@ -189,7 +208,12 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 		classes[ns] = cc
 		f.ClusterClasses = append(f.ClusterClasses, client.ObjectKey{Namespace: ns, Name: cc.name})
 	}
+	return classes, nil
+}
 
+// createClusterResourceSets creates a ClusterResourceSet in each of the
+// fleet's namespaces, and returns them by namespace.
+func createClusterResourceSets(ctx context.Context, w *writer, opts Options) (map[string]*crsInfo, error) {
 	crs := map[string]*crsInfo{}
 	for _, ns := range opts.Namespaces {
 		info, err := createClusterResourceSet(ctx, w, ns)
@@ -198,7 +222,13 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 		}
 		crs[ns] = info
 	}
+	return crs, nil
+}
 
+// createClusters creates the fleet's workload clusters, opts.Concurrency at
+// a time, and records them in f.
+func createClusters(ctx context.Context, w *writer, opts Options, f *Fleet, shapes []Shape, classes map[string]*classRefs, crs map[string]*crsInfo) error {
+	identity := f.Identity
 	f.Clusters = make([]WorkloadCluster, opts.Clusters)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)
@@ -224,12 +254,7 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	f.Objects = w.snapshotCounts()
-	f.Duration = time.Since(began)
-	return f, nil
+	return g.Wait()
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {

@@ -112,45 +112,15 @@ func StartAPIServer(ctx context.Context, name string, opts APIServerOptions) (_ 
 		return nil, err
 	}
 
-	etcdWrapper, apiWrapper := filepath.Join(dir, "bin", etcdBinary), filepath.Join(dir, "bin", apiServerBinary)
-	if err := writeExecWrapper(etcdWrapper, filepath.Join(binDir, etcdBinary)); err != nil {
+	etcdWrapper, apiWrapper, err := writeWrappers(dir, binDir)
+	if err != nil {
 		return nil, err
 	}
-	if err := writeExecWrapper(apiWrapper, filepath.Join(binDir, apiServerBinary)); err != nil {
+	logs, err := s.openLogs()
+	if err != nil {
 		return nil, err
 	}
-	var logs [2]*os.File
-	for i, component := range []string{etcdBinary, apiServerBinary} {
-		f, err := os.OpenFile(filepath.Join(s.LogDir, component+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("opening the %s log: %w", component, err)
-		}
-		s.logs = append(s.logs, f)
-		logs[i] = f
-	}
-	etcd := &envtest.Etcd{Path: etcdWrapper, DataDir: filepath.Join(dir, "etcd"), Out: logs[0], Err: logs[0]}
-	etcd.Configure().Set("unsafe-no-fsync", "true")
-	apiServer := &envtest.APIServer{Path: apiWrapper, CertDir: pki, Out: logs[1], Err: logs[1]}
-	apiServer.SecureServing = envtest.SecureServing{
-		ListenAddr: envtest.ListenAddr{Address: s.Host, Port: fmt.Sprint(port)},
-		Authn:      authn,
-		CA:         authn.caPEM,
-	}
-	// No controller manager signs ServiceAccount tokens, and no node
-	// lifecycle controller lifts the not-ready taint: neither plugin fits.
-	apiServer.Configure().Set("disable-admission-plugins", "ServiceAccount,TaintNodesByCondition")
-	apiServer.Configure().Set("service-cluster-ip-range", "127.95.0.0/24")
-	// Loopback only, and no drawn-out shutdown: nothing balances load here.
-	apiServer.Configure().Set("advertise-address", s.Host)
-	apiServer.Configure().Set("shutdown-delay-duration", "0s")
-	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "0s")
-	s.env = &envtest.Environment{
-		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
-		BinaryAssetsDirectory:    binDir,
-		UseExistingCluster:       ptr.To(false),
-		ControlPlaneStartTimeout: opts.StartTimeout,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
+	s.env = s.environment(binDir, etcdWrapper, apiWrapper, logs, opts.StartTimeout)
 	var startErr error
 	s.launcher.do(func() { _, startErr = s.env.Start() })
 	if startErr != nil {
@@ -165,6 +135,63 @@ func StartAPIServer(ctx context.Context, name string, opts APIServerOptions) (_ 
 	s.StartupDuration = time.Since(began)
 	opts.Logf("API server %s ready at %s:%d in %s (logs %s)", name, s.Host, s.Port, s.StartupDuration.Round(time.Millisecond), s.LogDir)
 	return s, nil
+}
+
+// writeWrappers writes, in dir's bin, the wrappers that exec etcd and
+// kube-apiserver from binDir, and returns their paths.
+func writeWrappers(dir, binDir string) (etcdWrapper, apiWrapper string, err error) {
+	etcdWrapper, apiWrapper = filepath.Join(dir, "bin", etcdBinary), filepath.Join(dir, "bin", apiServerBinary)
+	if err := writeExecWrapper(etcdWrapper, filepath.Join(binDir, etcdBinary)); err != nil {
+		return "", "", err
+	}
+	if err := writeExecWrapper(apiWrapper, filepath.Join(binDir, apiServerBinary)); err != nil {
+		return "", "", err
+	}
+	return etcdWrapper, apiWrapper, nil
+}
+
+// openLogs opens the logs of etcd and kube-apiserver, in that order, which
+// Stop closes.
+func (s *APIServer) openLogs() ([2]*os.File, error) {
+	var logs [2]*os.File
+	for i, component := range []string{etcdBinary, apiServerBinary} {
+		f, err := os.OpenFile(filepath.Join(s.LogDir, component+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return logs, fmt.Errorf("opening the %s log: %w", component, err)
+		}
+		s.logs = append(s.logs, f)
+		logs[i] = f
+	}
+	return logs, nil
+}
+
+// environment configures envtest to run etcd and kube-apiserver, through
+// their wrappers, as a bare control plane on s.Host and s.Port.
+func (s *APIServer) environment(binDir, etcdWrapper, apiWrapper string, logs [2]*os.File, startTimeout time.Duration) *envtest.Environment {
+	dir, pki := s.dir, filepath.Join(s.dir, "pki")
+	etcd := &envtest.Etcd{Path: etcdWrapper, DataDir: filepath.Join(dir, "etcd"), Out: logs[0], Err: logs[0]}
+	etcd.Configure().Set("unsafe-no-fsync", "true")
+	apiServer := &envtest.APIServer{Path: apiWrapper, CertDir: pki, Out: logs[1], Err: logs[1]}
+	apiServer.SecureServing = envtest.SecureServing{
+		ListenAddr: envtest.ListenAddr{Address: s.Host, Port: fmt.Sprint(s.Port)},
+		Authn:      s.authn,
+		CA:         s.authn.caPEM,
+	}
+	// No controller manager signs ServiceAccount tokens, and no node
+	// lifecycle controller lifts the not-ready taint: neither plugin fits.
+	apiServer.Configure().Set("disable-admission-plugins", "ServiceAccount,TaintNodesByCondition")
+	apiServer.Configure().Set("service-cluster-ip-range", "127.95.0.0/24")
+	// Loopback only, and no drawn-out shutdown: nothing balances load here.
+	apiServer.Configure().Set("advertise-address", s.Host)
+	apiServer.Configure().Set("shutdown-delay-duration", "0s")
+	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "0s")
+	return &envtest.Environment{
+		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
+		BinaryAssetsDirectory:    binDir,
+		UseExistingCluster:       ptr.To(false),
+		ControlPlaneStartTimeout: startTimeout,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
 }
 
 // URL is the server's https URL.

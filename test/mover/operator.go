@@ -111,7 +111,6 @@ func StartOperator(ctx context.Context, env *testenv.Env, root string) (*Operato
 		Client:    mgr.GetClient(),
 		Source:    source,
 		APIReader: mgr.GetAPIReader(),
-		Scheme:    scheme,
 		Recorder:  mgr.GetEventRecorder("move-operator"),
 		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400},
 		Move:      move.Options{},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,9 +158,7 @@ func (m *mover) prepare(ctx context.Context) *graph.Plan {
 	if err := move.Pause(ctx, m.source, p, m.op, move.Options{}); err != nil {
 		t.Fatalf("Pause: %v", err)
 	}
-	if err := move.WaitForBlockMove(ctx, m.source, p, time.Second); err != nil {
-		t.Fatalf("WaitForBlockMove: %v", err)
-	}
+	waitForBlockMove(ctx, t, m.source, p)
 	after := m.plan(ctx)
 	if appeared, vanished := p.Changes(after); len(appeared)+len(vanished) > 0 {
 		t.Fatalf("the moved set changed with the pause: %v appeared, %v vanished", appeared, vanished)
@@ -566,4 +565,19 @@ func copiesOf(op string) map[types.UID]bool {
 		})
 	}
 	return out
+}
+
+// waitForBlockMove waits, as the controller does between pausing and
+// copying, until no object of the plan carries the block-move annotation.
+func waitForBlockMove(ctx context.Context, t *testing.T, c client.Reader, p *graph.Plan) {
+	t.Helper()
+	var blockers []graph.ObjectRef
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		blockers, err = move.Blockers(ctx, c, p)
+		return len(blockers) == 0, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for the %s annotation to go from %v: %v", graph.BlockMoveAnnotation, blockers, err)
+	}
 }

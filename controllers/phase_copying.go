@@ -1,0 +1,140 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/planrecord"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+var copyingPhase = phaseSpec{
+	phase:     movev1alpha1.PhaseCopying,
+	condition: movev1alpha1.ObjectsCopiedCondition,
+	step:      (*MoveOperationReconciler).reconcileCopying,
+	next:      movev1alpha1.PhaseDeleting,
+	onFailure: movev1alpha1.PhaseRollingBack,
+	onDelete:  deletionRollsBack,
+}
+
+// reconcileCopying creates the objects in the target, one creation group per
+// reconcile so that progress is written after each group. The plan is
+// recorded before the first copy (see recordPlan): a restarted operator
+// copies exactly that set again. After the last group the source is read
+// once more, and a moved set that changed meanwhile (an object created or
+// deleted in a moved hierarchy by a writer the move does not stop) fails
+// the move, before its point of no return.
+//
+// An error that persists (a group cannot be copied, the record of the plan
+// cannot be written, the source cannot be read again) rolls the move back
+// once Copying has made no progress for spec.timeouts.copy: before the
+// point of no return no retry may go on for ever with the providers
+// stopped.
+func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (outcome, error) {
+	o, err := r.copying(ctx, s)
+	if err == nil {
+		return o, nil
+	}
+	timeout := durationOr(s.mo.Spec.Timeouts.Copy, 10*time.Minute)
+	if since := lastCopyProgress(s); time.Since(since) > timeout {
+		return failWith(movev1alpha1.ReasonCopyTimeout, fmt.Sprintf(
+			"Copying made no progress for %s (spec.timeouts.copy); the move is rolled back: %v", timeout, err)), nil
+	}
+	return outcome{}, err
+}
+
+// lastCopyProgress is when Copying last made progress: when it began, or
+// copied its last group.
+func lastCopyProgress(s *scope) time.Time {
+	since := s.phaseStarted()
+	if p := s.mo.Status.Progress; p != nil && p.LastProgressTime != nil && p.LastProgressTime.After(since) {
+		since = p.LastProgressTime.Time
+	}
+	return since
+}
+
+func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcome, error) {
+	mo := s.mo
+	target, o, err := r.target(ctx, s)
+	if err != nil || !o.isDone() {
+		return o, err
+	}
+	run := r.runFor(mo.UID)
+	if run.copyPlan == nil {
+		if o, err := r.startCopying(ctx, s, target, run); err != nil || !o.isDone() {
+			return o, err
+		}
+	}
+	plan := run.copyPlan
+	progress := progressOf(mo, plan)
+	// Progress is derived from the run on every reconcile, never added to:
+	// a status write lost to a conflict is then made good by the next one.
+	setCopyProgress(progress, plan, run.nextCopy)
+	if run.nextCopy < len(plan.Groups) {
+		if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
+			var conflict *move.ConflictError
+			if errors.As(err, &conflict) {
+				return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
+			}
+			deadline := lastCopyProgress(s).Add(durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute))
+			return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
+				run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
+		}
+		run.nextCopy++
+		setCopyProgress(progress, plan, run.nextCopy)
+		progress.LastProgressTime = ptrTime(time.Now())
+		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
+		return progressed(), nil
+	}
+	if !run.verified {
+		changed, err := r.movedSetChanged(ctx, mo, plan)
+		if err != nil {
+			return outcome{}, err
+		}
+		if changed != "" {
+			return failWith(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation"), nil
+		}
+		run.verified = true
+	}
+	// The last chance to roll back: nothing deletes with a provider running.
+	return r.checkStillStopped(ctx, s, target)
+}
+
+// startCopying records the plan (or reads it back after a restart) and
+// prepares the copier, which recognises the copies this move made and
+// records each group's as it goes.
+func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, target *remote.Target, run *run) (outcome, error) {
+	mo := s.mo
+	plan, conflicts, err := r.recordPlan(ctx, mo, target)
+	if err != nil {
+		return outcome{}, err
+	}
+	if len(conflicts) > 0 {
+		return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf(
+			"%s appeared in the target since the move validated, and were not created by it; the move is rolled back: delete them there or leave their clusters out of the move", joinRefs(conflicts))), nil
+	}
+	targetID, err := remote.ClusterID(ctx, target.Client)
+	if err != nil {
+		return outcome{}, fmt.Errorf("target cluster: %w", err)
+	}
+	copies, err := planrecord.LoadCopies(ctx, r.Source, mo.Namespace, mo.UID)
+	if err != nil {
+		return outcome{}, err
+	}
+	run.copyPlan = plan
+	run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID).
+		WithCopies(copies).
+		OnCopied(func(ctx context.Context, group int, uids []types.UID) error {
+			return planrecord.SaveCopies(ctx, r.Source, mo, group, uids)
+		})
+	// After a restart every group is copied again: what is already there,
+	// this move's copy, counts as progress.
+	run.nextCopy, run.verified = 0, false
+	return done(), nil
+}

@@ -1,0 +1,58 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/utils/ptr"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/quiesce"
+)
+
+var recordingPhase = phaseSpec{
+	phase:     movev1alpha1.PhaseRecording,
+	condition: movev1alpha1.ControllersRecordedCondition,
+	step:      (*MoveOperationReconciler).reconcileRecording,
+	next:      movev1alpha1.PhaseScalingDown,
+	onFailure: movev1alpha1.PhaseRollingBack,
+	onDelete:  deletionRollsBack,
+}
+
+// reconcileRecording saves the replica count of every controller in both
+// clusters, on the Deployments (never overwriting) and in status.
+func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *scope) (outcome, error) {
+	target, o, err := r.target(ctx, s)
+	if err != nil || !o.isDone() {
+		return o, err
+	}
+	// From the first write on, the move needs the target until it has
+	// settled, also to roll back: the Secret must outlive a deletion of its
+	// namespace (which also deletes the MoveOperation) until then.
+	if err := r.holdSecret(ctx, s.mo); err != nil {
+		return outcome{}, err
+	}
+	// GitOps managers stop before anything else changes in the source
+	// (spec.gitOps: Suspend): see gitops.go.
+	if err := r.suspendGitOps(ctx, s); err != nil {
+		return outcome{}, err
+	}
+	var recorded []movev1alpha1.RecordedController
+	for _, c := range r.clusters(target) {
+		controllers, err := r.selectControllers(ctx, s, c.client, c.role)
+		if err != nil {
+			return outcome{}, err
+		}
+		stopped, err := quiesce.Record(ctx, c.client, controllers)
+		if err != nil {
+			return outcome{}, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		for _, d := range stopped {
+			recorded = append(recorded, movev1alpha1.RecordedController{
+				Cluster: c.role, Namespace: d.Key.Namespace, Name: d.Key.Name, OriginalReplicas: ptr.Deref(d.Recorded, d.Replicas), Manager: d.Manager,
+			})
+		}
+	}
+	s.mo.Status.Controllers = recorded
+	return done(), nil
+}

@@ -1,0 +1,80 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/planrecord"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+var rollingBackPhase = phaseSpec{
+	phase:               movev1alpha1.PhaseRollingBack,
+	condition:           movev1alpha1.RolledBackCondition,
+	step:                (*MoveOperationReconciler).reconcileRollingBack,
+	next:                movev1alpha1.PhaseFailed,
+	onDelete:            deletionFinishes,
+	stallsWithoutTarget: true,
+}
+
+// reconcileRollingBack undoes a move that failed before the point of no
+// return. The source comes back first: it still holds every object as before
+// the move, and its controllers must not wait for a target that may be away
+// for long, or for good. Then what the move created in the target goes, and
+// the target's controllers come back.
+func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *scope) (outcome, error) {
+	run := r.runFor(s.mo.UID)
+	if !run.sourceRestored {
+		if o, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); err != nil || !o.isDone() {
+			return o, err
+		}
+		// Once the source holds again all it held, its GitOps managers may
+		// apply it again: see gitops.go.
+		if err := r.resumeGitOps(ctx, s); err != nil {
+			return outcome{}, err
+		}
+		run.sourceRestored = true
+	}
+	target, o, err := r.target(ctx, s)
+	if err != nil || !o.isDone() {
+		return o, err
+	}
+	if !run.targetCleared {
+		if err := r.clearTarget(ctx, s, target, run); err != nil {
+			return outcome{}, fmt.Errorf("the source is restored; deleting what the move created in the target %s: %w", target.Server, err)
+		}
+		run.targetCleared = true
+	}
+	return r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, false, nil)
+}
+
+// clearTarget deletes what the move created in the target, children before
+// owners, by the plan the move recorded (read back after a restart): a
+// rollback deletes only this move's copies.
+func (r *MoveOperationReconciler) clearTarget(ctx context.Context, s *scope, target *remote.Target, run *run) error {
+	mo := s.mo
+	if run.copyPlan == nil {
+		// None recorded means the move failed before it copied anything.
+		recorded, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
+		if err != nil {
+			return fmt.Errorf("reading the record of the plan: %w", err)
+		}
+		if !found {
+			recorded = graph.NewPlan(nil)
+		}
+		run.copyPlan = recorded
+	}
+	targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
+	if err != nil {
+		return err
+	}
+	copies, err := planrecord.LoadCopies(ctx, r.Source, mo.Namespace, mo.UID)
+	if err != nil {
+		return fmt.Errorf("reading the record of the copies: %w", err)
+	}
+	_, err = move.Rollback(ctx, target.Client, targetTypes, run.copyPlan, string(mo.UID), copies, r.Move)
+	return err
+}

@@ -1,0 +1,97 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+)
+
+var scalingDownPhase = phaseSpec{
+	phase:     movev1alpha1.PhaseScalingDown,
+	condition: movev1alpha1.ControllersScaledDownCondition,
+	step:      (*MoveOperationReconciler).reconcileScalingDown,
+	next:      movev1alpha1.PhaseCopying,
+	onFailure: movev1alpha1.PhaseRollingBack,
+	onDelete:  deletionRollsBack,
+}
+
+// reconcileScalingDown installs the webhook bypass, pauses what moves, waits
+// for block-move to clear and stops every controller in both
+// clusters. Each step is idempotent; the phase repeats them until the last
+// controller pod is gone. An error that persists past both of the phase's
+// timeouts (block-move and scale-down) rolls the move back: before the point
+// of no return no retry may go on for ever with the providers stopped.
+func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *scope) (outcome, error) {
+	o, err := r.scaleDown(ctx, s)
+	if err == nil {
+		return o, nil
+	}
+	bound := durationOr(s.mo.Spec.Timeouts.BlockMove, 10*time.Minute) + durationOr(s.mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+	if time.Since(s.phaseStarted()) > bound {
+		return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf(
+			"ScalingDown still failed after %s (spec.timeouts.blockMove + spec.timeouts.scaleDown); the move is rolled back: %v", bound, err)), nil
+	}
+	return outcome{}, err
+}
+
+func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outcome, error) {
+	mo := s.mo
+	target, o, err := r.target(ctx, s)
+	if err != nil || !o.isDone() {
+		return o, err
+	}
+	run := r.runFor(mo.UID)
+	if !run.bypassed {
+		// First of all, before any write to a Cluster API object: a provider
+		// that is down already (scaled to zero before the move) refuses the
+		// pause otherwise, and would strand the move here.
+		if err := r.installBypass(ctx, s, target); err != nil {
+			return outcome{}, err
+		}
+		run.bypassed = true
+	}
+	if run.pausePlan == nil {
+		plan, err := r.buildPlan(ctx, mo)
+		if err != nil {
+			return outcome{}, err
+		}
+		if err := move.Pause(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
+			return outcome{}, err
+		}
+		run.pausePlan = plan
+	}
+	if !run.unblocked {
+		blockers, err := move.Blockers(ctx, r.Source, run.pausePlan)
+		if err != nil {
+			return outcome{}, err
+		}
+		if len(blockers) > 0 {
+			timeout := durationOr(mo.Spec.Timeouts.BlockMove, 10*time.Minute)
+			msg := fmt.Sprintf("%s carry the %s annotation: their providers are finishing work that must not be interrupted", joinRefs(blockers), graph.BlockMoveAnnotation)
+			if time.Since(s.phaseStarted()) > timeout {
+				return failWith(movev1alpha1.ReasonBlockMoveTimeout, fmt.Sprintf("%s, still after %s (spec.timeouts.blockMove)", msg, timeout)), nil
+			}
+			return waitFor(r.PollInterval, "waiting: "+msg), nil
+		}
+		run.unblocked = true
+	}
+
+	// The managers first (cluster-api-operator, spec.controllers.additional).
+	remaining, err := r.stopControllers(ctx, s, target)
+	if err != nil {
+		return outcome{}, err
+	}
+	if len(remaining) > 0 {
+		timeout := durationOr(mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+		msg := fmt.Sprintf("controller pods still running: %s", formatCounts(remaining))
+		if time.Since(s.phaseStarted()) > timeout {
+			return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf("%s after %s (spec.timeouts.scaleDown)", msg, timeout)), nil
+		}
+		return waitFor(r.PollInterval, "waiting: "+msg), nil
+	}
+	return done(), nil
+}

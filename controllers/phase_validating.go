@@ -1,0 +1,140 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/preflight"
+	"github.com/move-operator/move-operator/internal/quiesce"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+var validatingPhase = phaseSpec{
+	phase:               movev1alpha1.PhaseValidating,
+	condition:           movev1alpha1.ValidatedCondition,
+	step:                (*MoveOperationReconciler).reconcileValidating,
+	next:                movev1alpha1.PhaseRecording,
+	nextInDryRun:        movev1alpha1.PhaseDone,
+	onFailure:           movev1alpha1.PhaseFailed,
+	onDelete:            deletionReleases,
+	stallsWithoutTarget: true,
+}
+
+// retryValidation is how soon Validating looks again at a problem a human
+// fixes without changing the MoveOperation (the target's Secret, its
+// reachability).
+const retryValidation = 10 * time.Second
+
+// reconcileValidating runs every preflight check (internal/preflight)
+// before anything is written. A problem a human can fix without changing
+// the MoveOperation is waited for; any other fails the move, naming every
+// problem found, not only the first.
+func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *scope) (outcome, error) {
+	mo := s.mo
+	e := &preflight.Env{
+		Source: r.Source, Spec: mo.Spec, UID: mo.UID,
+		Connect: func(ctx context.Context) (*remote.Target, error) {
+			return r.Targets.Get(ctx, mo.Namespace, mo.Spec.Target.KubeconfigSecretRef)
+		},
+	}
+	if err := preflight.Run(ctx, e, preflight.Checks()); err != nil {
+		return outcome{}, err
+	}
+	if e.Plan != nil {
+		// Shown even when a check fails: what the move would take and what
+		// it would leave out is what the user needs to decide.
+		mo.Status.Plan = e.Plan.Summary()
+		mo.Status.Plan.GitOps = e.GitOps
+	}
+	if o, stop := verdict(e.Findings); stop {
+		return o, nil
+	}
+
+	notes, err := r.notes(ctx, s, e.Target)
+	if err != nil {
+		return outcome{}, err
+	}
+	for _, w := range append(e.Warnings, notes...) {
+		e.Plan.Warnings = append(e.Plan.Warnings, w.Message)
+		if w.Reason != "" {
+			r.event(mo, "Warning", w.Reason, string(movev1alpha1.PhaseValidating), w.Message)
+		}
+	}
+	mo.Status.Plan = e.Plan.Summary()
+	mo.Status.Plan.GitOps = e.GitOps
+	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(e.Plan.Len())}
+	r.runFor(mo.UID).reset()
+	return done(), nil
+}
+
+// verdict turns the checks' findings into the phase's outcome: the first
+// decides between waiting for a human (a fix outside the MoveOperation lets
+// it go on) and failing; a failure names every finding.
+func verdict(findings []preflight.Finding) (outcome, bool) {
+	if len(findings) == 0 {
+		return outcome{}, false
+	}
+	first := findings[0]
+	if first.Retry {
+		return stallOn(retryValidation, first.Reason, first.Message), true
+	}
+	messages := make([]string, 0, len(findings))
+	for _, f := range findings {
+		messages = append(messages, f.Message)
+	}
+	return failWith(first.Reason, strings.Join(messages, "; also: ")), true
+}
+
+// notes are what in the move's setup a user should know without it
+// stopping the move: webhooks the bypass cannot cover, a target whose
+// certificate is not verified, identities that others may share.
+func (r *MoveOperationReconciler) notes(ctx context.Context, s *scope, target *remote.Target) ([]preflight.Warning, error) {
+	var out []preflight.Warning
+	for _, c := range []struct {
+		role movev1alpha1.ClusterRole
+		cl   client.Client
+	}{{movev1alpha1.ClusterSource, r.Source}, {movev1alpha1.ClusterTarget, target.Client}} {
+		wh, err := r.webhooksOf(ctx, s, c.cl, c.role)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range wh.ByURL {
+			out = append(out, preflight.Warning{Message: fmt.Sprintf(
+				"%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w)})
+		}
+	}
+	access, err := r.accessWarnings(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, access...), nil
+}
+
+// accessWarnings says what in the way the operator reaches the clusters a
+// user should know, without stopping the move: a target whose certificate is
+// not verified, and identities that others may share (every request made
+// with the operator's identity skips the stopped providers' webhooks).
+func (r *MoveOperationReconciler) accessWarnings(ctx context.Context, target *remote.Target) ([]preflight.Warning, error) {
+	var out []preflight.Warning
+	if target.Insecure {
+		out = append(out, preflight.Warning{Reason: movev1alpha1.ReasonInsecureTarget, Message: fmt.Sprintf(
+			"the target kubeconfig sets insecure-skip-tls-verify: the operator does not verify that %s is the target, so whoever answers there receives the moved Secrets; put the target's CA in certificate-authority-data", target.Server)})
+	}
+	for _, c := range r.clusters(target) {
+		who, err := quiesce.WhoAmI(ctx, c.client)
+		if err != nil {
+			return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		if who.Shared() {
+			out = append(out, preflight.Warning{Reason: movev1alpha1.ReasonSharedIdentity, Message: fmt.Sprintf(
+				"%s cluster: the operator acts as %q, which is not a ServiceAccount; while the move runs every request made as %q skips the stopped providers' webhooks, so anyone else using it can write objects they would refuse; give the operator a dedicated ServiceAccount there",
+				c.role, who.Username, who.Username)})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// The phase table. Each phase has a file of its own (phase_<name>.go) with
+// its step function and its row: the condition it sets, the phase that
+// follows it, where a failure in it leads and what deleting the
+// MoveOperation does in it. reconcilePhase, reconcileDelete, scope.fail and
+// setConditions read the table; nothing else names a phase's successor.
+
+// stepFunc performs (part of) one phase and says what happened.
+type stepFunc func(r *MoveOperationReconciler, ctx context.Context, s *scope) (outcome, error)
+
+// deletion is what deleting the MoveOperation does in a phase.
+type deletion int
+
+const (
+	// deletionReleases: nothing is written yet, or the move has settled:
+	// the claim is released and the finalizer removed at once.
+	deletionReleases deletion = iota
+	// deletionRollsBack: before the point of no return the move rolls
+	// back, then the finalizer goes.
+	deletionRollsBack
+	// deletionFinishes: past the point of no return, or while rolling
+	// back, the move goes on to its end first.
+	deletionFinishes
+)
+
+// phaseSpec is one row of the phase table.
+type phaseSpec struct {
+	phase movev1alpha1.MovePhase
+	// condition is the step condition the phase sets ("" for Pending and
+	// the terminal phases).
+	condition string
+	// step performs the phase; nil for the terminal phases.
+	step stepFunc
+	// next is the phase entered when the step is done; nextInDryRun, when
+	// set, replaces it in a dry run.
+	next, nextInDryRun movev1alpha1.MovePhase
+	// onFailure is where a failure leads: Failed when nothing is written
+	// yet, RollingBack otherwise. "" where nothing can be undone (past the
+	// point of no return, or rolling back already): a failure there stalls
+	// the move for a human instead.
+	onFailure movev1alpha1.MovePhase
+	// onDelete is what deleting the MoveOperation does in the phase.
+	onDelete deletion
+	// stallsWithoutTarget is set where a target that cannot be used as
+	// given (its Secret, its kubeconfig) needs a human (Stalled=True);
+	// elsewhere it is waited for.
+	stallsWithoutTarget bool
+}
+
+// successor is the phase that follows p when its step is done.
+func (p phaseSpec) successor(mo *movev1alpha1.MoveOperation) movev1alpha1.MovePhase {
+	if mo.Spec.DryRun && p.nextInDryRun != "" {
+		return p.nextInDryRun
+	}
+	return p.next
+}
+
+var (
+	// phaseOrder is the table in the order a move goes through it, rolling
+	// back last; phaseTable indexes it. Both are filled by init: the steps
+	// read the table, so it cannot be a variable's initial value.
+	phaseOrder []phaseSpec
+	phaseTable map[movev1alpha1.MovePhase]phaseSpec
+)
+
+func init() {
+	phaseOrder = []phaseSpec{
+		pendingPhase, validatingPhase, recordingPhase, scalingDownPhase, copyingPhase,
+		deletingPhase, restoringTargetPhase, restoringSourcePhase, rollingBackPhase,
+		{phase: movev1alpha1.PhaseDone},
+		{phase: movev1alpha1.PhaseFailed},
+	}
+	phaseTable = make(map[movev1alpha1.MovePhase]phaseSpec, len(phaseOrder))
+	for _, p := range phaseOrder {
+		phaseTable[p.phase] = p
+	}
+}
+
+// specOf returns the row of a phase.
+func specOf(p movev1alpha1.MovePhase) phaseSpec { return phaseTable[p] }
+
+// reconcilePhase runs the step of the MoveOperation's current phase, and
+// applies what it reports.
+func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) (ctrl.Result, error) {
+	spec := specOf(phaseOf(s.mo))
+	if spec.step == nil { // Done and Failed: nothing left to do but let go.
+		r.runs.Delete(s.mo.UID)
+		return ctrl.Result{}, r.release(ctx, s.mo)
+	}
+	o, err := spec.step(r, ctx, s)
+	if err != nil {
+		// Say in the status what goes wrong while it is retried.
+		s.waiting = fmt.Sprintf("retrying after an error: %v", err)
+		return ctrl.Result{}, err
+	}
+	return s.apply(spec, o)
+}
+
+// apply turns a step's outcome into the MoveOperation's next state, and
+// says when to reconcile again.
+func (s *scope) apply(spec phaseSpec, o outcome) (ctrl.Result, error) {
+	switch o.kind {
+	case outcomeDone:
+		s.enter(spec.successor(s.mo))
+	case outcomeProgress:
+	case outcomeWait:
+		s.waiting = o.message
+		return ctrl.Result{RequeueAfter: o.after}, nil
+	case outcomeStall:
+		s.stalled = &stall{reason: o.reason, message: o.message}
+		return ctrl.Result{RequeueAfter: o.after}, nil
+	case outcomeFail:
+		s.fail(o.reason, o.message)
+	default:
+		return ctrl.Result{}, fmt.Errorf("phase %s reported no outcome", spec.phase)
+	}
+	// Write the status now, then go on.
+	return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+}
+
+// fail ends a move that cannot go on, where the table says: Failed before
+// anything was written, RollingBack after. Where nothing can be undone it
+// stalls the move instead, for a human. The first failure is the one the
+// status keeps.
+func (s *scope) fail(reason, message string) {
+	to := specOf(phaseOf(s.mo)).onFailure
+	if to == "" {
+		s.stalled = &stall{reason: reason, message: message}
+		return
+	}
+	if s.mo.Status.FailureReason == "" {
+		s.mo.Status.FailureReason = reason
+		s.mo.Status.FailureMessage = message
+	}
+	s.enter(to)
+}
+
+// reconcileDelete handles a MoveOperation being deleted, as the table says
+// for its phase: before the point of no return the move rolls back, after
+// it the move finishes; only then does the finalizer go.
+func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mo := s.mo
+	switch specOf(phaseOf(mo)).onDelete {
+	case deletionReleases:
+		if err := r.release(ctx, mo); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.removeFinalizer = true
+		r.runs.Delete(mo.UID)
+		return ctrl.Result{}, nil
+	case deletionRollsBack:
+		s.fail(movev1alpha1.ReasonDeletedBeforeCompletion,
+			"the MoveOperation was deleted before the point of no return; the move is rolled back and both clusters are left as they were")
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
+	return r.reconcilePhase(ctx, s)
+}

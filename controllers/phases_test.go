@@ -1,0 +1,329 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/preflight"
+)
+
+// The state machine without clusters: the table's transitions, deletion and
+// failure in every phase, and the conditions of every phase × outcome, in
+// the style of Cluster API's *_status_test.go.
+
+var allPhases = []movev1alpha1.MovePhase{
+	movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording,
+	movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting,
+	movev1alpha1.PhaseRestoringTarget, movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone,
+	movev1alpha1.PhaseRollingBack, movev1alpha1.PhaseFailed,
+}
+
+// beforeThePointOfNoReturn are the phases after which nothing is written
+// yet (the first two) or that a failure rolls back (the next three).
+var (
+	nothingWritten = map[movev1alpha1.MovePhase]bool{movev1alpha1.PhasePending: true, movev1alpha1.PhaseValidating: true}
+	rolledBack     = map[movev1alpha1.MovePhase]bool{movev1alpha1.PhaseRecording: true, movev1alpha1.PhaseScalingDown: true, movev1alpha1.PhaseCopying: true}
+)
+
+// moveIn returns a MoveOperation that entered the phases given, in order.
+func moveIn(phases ...movev1alpha1.MovePhase) *movev1alpha1.MoveOperation {
+	mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "m", Generation: 1}}
+	at := time.Now().Add(-time.Minute)
+	for _, p := range phases {
+		mo.Status.Phase = p
+		mo.Status.PhaseTransitions = append(mo.Status.PhaseTransitions, movev1alpha1.PhaseTransition{Phase: p, Time: metav1.NewTime(at)})
+		at = at.Add(time.Second)
+	}
+	return mo
+}
+
+// pathTo returns the phases a move goes through up to p, rolling back from
+// Copying.
+func pathTo(p movev1alpha1.MovePhase) []movev1alpha1.MovePhase {
+	forward := []movev1alpha1.MovePhase{movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording,
+		movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget,
+		movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone}
+	switch p {
+	case movev1alpha1.PhaseRollingBack:
+		return append(forward[:5:5], movev1alpha1.PhaseRollingBack)
+	case movev1alpha1.PhaseFailed:
+		return append(forward[:5:5], movev1alpha1.PhaseRollingBack, movev1alpha1.PhaseFailed)
+	}
+	for i, q := range forward {
+		if q == p {
+			return forward[:i+1]
+		}
+	}
+	panic(fmt.Sprintf("no path to %s", p))
+}
+
+func TestThePhaseTableHasOneRowPerPhaseAndLeadsEveryMoveToAnEnd(t *testing.T) {
+	if len(phaseOrder) != len(allPhases) || len(phaseTable) != len(allPhases) {
+		t.Fatalf("the table has %d rows (%d distinct phases), want one per phase: %d", len(phaseOrder), len(phaseTable), len(allPhases))
+	}
+	for _, p := range allPhases {
+		spec, ok := phaseTable[p]
+		switch {
+		case !ok:
+			t.Errorf("%s has no row", p)
+		case p.IsTerminal() && (spec.step != nil || spec.next != "" || spec.condition != ""):
+			t.Errorf("%s ends a move: it has no step, successor or step condition, got %+v", p, spec)
+		case !p.IsTerminal() && (spec.step == nil || spec.next == ""):
+			t.Errorf("%s needs a step and a successor", p)
+		}
+	}
+	follow := func(dryRun bool, from movev1alpha1.MovePhase) []movev1alpha1.MovePhase {
+		mo := moveIn()
+		mo.Spec.DryRun = dryRun
+		path := []movev1alpha1.MovePhase{from}
+		for p := from; !p.IsTerminal(); {
+			p = specOf(p).successor(mo)
+			path = append(path, p)
+			if len(path) > len(allPhases) {
+				t.Fatalf("the successors from %s loop: %v", from, path)
+			}
+		}
+		return path
+	}
+	if got, want := fmt.Sprint(follow(false, movev1alpha1.PhasePending)), "[Pending Validating Recording ScalingDown Copying Deleting RestoringTarget RestoringSource Done]"; got != want {
+		t.Errorf("a move goes %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(follow(true, movev1alpha1.PhasePending)), "[Pending Validating Done]"; got != want {
+		t.Errorf("a dry run goes %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(follow(false, movev1alpha1.PhaseRollingBack)), "[RollingBack Failed]"; got != want {
+		t.Errorf("a rollback goes %s, want %s", got, want)
+	}
+}
+
+func TestAFailureEndsBeforeAnythingIsWrittenRollsBackBeforeThePointOfNoReturnAndStallsAfterIt(t *testing.T) {
+	for _, p := range allPhases {
+		if p.IsTerminal() {
+			continue
+		}
+		t.Run(string(p), func(t *testing.T) {
+			s := newScope(moveIn(pathTo(p)...))
+			s.fail("First", "the first failure")
+			s.fail("Second", "a later failure")
+			got := s.mo.Status
+			switch {
+			case nothingWritten[p]:
+				if got.Phase != movev1alpha1.PhaseFailed {
+					t.Errorf("phase %s, want Failed: nothing is written yet", got.Phase)
+				}
+			case rolledBack[p]:
+				if got.Phase != movev1alpha1.PhaseRollingBack {
+					t.Errorf("phase %s, want RollingBack: the move has written", got.Phase)
+				}
+			default:
+				if got.Phase != p || s.stalled == nil || s.stalled.reason != "Second" {
+					t.Errorf("phase %s, stalled %+v; want %s, stalled for a human: nothing can be undone here", got.Phase, s.stalled, p)
+				}
+				if got.FailureReason != "" {
+					t.Errorf("failure %q recorded where the move cannot fail", got.FailureReason)
+				}
+				return
+			}
+			if got.FailureReason != "First" || got.FailureMessage != "the first failure" {
+				t.Errorf("failure %q: %q, want the first one kept", got.FailureReason, got.FailureMessage)
+			}
+		})
+	}
+}
+
+func TestDeletingTheMoveOperationReleasesRollsBackOrFinishesByPhase(t *testing.T) {
+	for _, p := range allPhases {
+		t.Run(string(p), func(t *testing.T) {
+			mo := moveIn(pathTo(p)...)
+			// A dry run holds no claim and no Secret: releasing needs no
+			// cluster, and the routing is the same.
+			mo.Spec.DryRun = true
+			now := metav1.Now()
+			mo.DeletionTimestamp = &now
+			s := newScope(mo)
+			r := &MoveOperationReconciler{}
+			onDelete := specOf(p).onDelete
+			if onDelete == deletionFinishes {
+				if p == movev1alpha1.PhasePending || p.IsTerminal() || nothingWritten[p] || rolledBack[p] {
+					t.Fatalf("%s finishes on deletion, want it to release or roll back", p)
+				}
+				return // the phase's own step runs: see the tests with clusters
+			}
+			if _, err := r.reconcileDelete(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case p.IsTerminal() || nothingWritten[p]:
+				if !s.removeFinalizer || s.mo.Status.Phase != p {
+					t.Errorf("phase %s, finalizer removed %v; want it let go at once", s.mo.Status.Phase, s.removeFinalizer)
+				}
+			case rolledBack[p]:
+				if s.removeFinalizer || s.mo.Status.Phase != movev1alpha1.PhaseRollingBack || s.mo.Status.FailureReason != movev1alpha1.ReasonDeletedBeforeCompletion {
+					t.Errorf("phase %s (%s), finalizer removed %v; want RollingBack (%s) with the finalizer kept",
+						s.mo.Status.Phase, s.mo.Status.FailureReason, s.removeFinalizer, movev1alpha1.ReasonDeletedBeforeCompletion)
+				}
+			default:
+				t.Errorf("%s must finish on deletion: past the point of no return nothing can be undone", p)
+			}
+		})
+	}
+}
+
+// outcomes are every outcome a step can report.
+var outcomes = map[string]outcome{
+	"done":     done(),
+	"progress": progressed(),
+	"wait":     waitFor(time.Second, "waiting: controller pods still running"),
+	"stall":    stallOn(10*time.Second, movev1alpha1.ReasonTargetSecretNotFound, "the Secret is missing"),
+	"fail":     failWith(movev1alpha1.ReasonCopyTimeout, "no progress"),
+}
+
+// wantAfter is the phase an outcome leads to from p, by the rules the
+// table encodes.
+func wantAfter(p movev1alpha1.MovePhase, kind string) movev1alpha1.MovePhase {
+	switch {
+	case kind == "done":
+		return specOf(p).next
+	case kind == "fail" && nothingWritten[p]:
+		return movev1alpha1.PhaseFailed
+	case kind == "fail" && rolledBack[p]:
+		return movev1alpha1.PhaseRollingBack
+	}
+	return p
+}
+
+func TestEveryOutcomeInEveryPhaseSetsConditionsKstatusReads(t *testing.T) {
+	for _, p := range allPhases {
+		if p.IsTerminal() {
+			continue
+		}
+		for kind, o := range outcomes {
+			t.Run(string(p)+"/"+kind, func(t *testing.T) {
+				s := newScope(moveIn(pathTo(p)...))
+				res, err := s.apply(specOf(p), o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.RequeueAfter <= 0 {
+					t.Errorf("requeue %+v: every outcome reconciles again", res)
+				}
+				setConditions(s, time.Now())
+				mo := s.mo
+				if want := wantAfter(p, kind); mo.Status.Phase != want {
+					t.Fatalf("phase %s, want %s", mo.Status.Phase, want)
+				}
+				checkStepConditions(t, s)
+				checkKstatus(t, s, kstatusOf(t, mo))
+			})
+		}
+	}
+}
+
+// checkStepConditions: every phase entered before the current one is True,
+// the current one's is False with what it waits for or why it stalls.
+func checkStepConditions(t *testing.T, s *scope) {
+	t.Helper()
+	mo := s.mo
+	current := specOf(mo.Status.Phase)
+	if current.condition == "" {
+		return
+	}
+	c := meta.FindStatusCondition(mo.Status.Conditions, current.condition)
+	if c == nil {
+		t.Fatalf("no %s condition in phase %s", current.condition, mo.Status.Phase)
+	}
+	switch {
+	case s.stalled != nil:
+		if c.Status != metav1.ConditionFalse || c.Reason != s.stalled.reason {
+			t.Errorf("%s = %s (%s), want False (%s)", c.Type, c.Status, c.Reason, s.stalled.reason)
+		}
+	case s.waiting != "":
+		if c.Status != metav1.ConditionFalse || c.Message != s.waiting {
+			t.Errorf("%s = %s %q, want False saying what it waits for: %q", c.Type, c.Status, c.Message, s.waiting)
+		}
+	case c.Status != metav1.ConditionFalse || c.Reason != movev1alpha1.ReasonProgressing:
+		t.Errorf("%s = %s (%s), want False (Progressing)", c.Type, c.Status, c.Reason)
+	}
+	for _, t2 := range mo.Status.PhaseTransitions[:len(mo.Status.PhaseTransitions)-1] {
+		done := specOf(t2.Phase).condition
+		if done == "" || t2.Phase == movev1alpha1.PhaseRollingBack {
+			continue
+		}
+		if d := meta.FindStatusCondition(mo.Status.Conditions, done); d == nil || (d.Status != metav1.ConditionTrue && d.Reason != mo.Status.FailureReason) {
+			t.Errorf("%s of the earlier phase %s is %+v, want True (or False with the failure that ended it)", done, t2.Phase, d)
+		}
+	}
+}
+
+// checkKstatus: Failed and stalled moves are Failed to kstatus, a move in
+// progress is InProgress, and a Ready one Current.
+func checkKstatus(t *testing.T, s *scope, got status.Status) {
+	t.Helper()
+	want := status.InProgressStatus
+	switch {
+	case s.mo.Status.Phase == movev1alpha1.PhaseDone:
+		want = status.CurrentStatus
+	case s.mo.Status.Phase == movev1alpha1.PhaseFailed, s.stalled != nil:
+		want = status.FailedStatus
+	}
+	if got != want {
+		t.Errorf("kstatus %s, want %s; conditions %+v", got, want, s.mo.Status.Conditions)
+	}
+}
+
+func kstatusOf(t *testing.T, mo *movev1alpha1.MoveOperation) status.Status {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion(movev1alpha1.GroupVersion.String())
+	u.SetKind("MoveOperation")
+	res, err := status.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
+func TestAStepThatReportsNothingIsAnError(t *testing.T) {
+	s := newScope(moveIn(pathTo(movev1alpha1.PhaseCopying)...))
+	if _, err := s.apply(specOf(movev1alpha1.PhaseCopying), outcome{}); err == nil || !strings.Contains(err.Error(), "no outcome") {
+		t.Fatalf("got %v, want an error: a step must say what happened", err)
+	}
+}
+
+func TestValidatingFailsNamingEveryFindingAndWaitsWhenTheFirstIsForAHuman(t *testing.T) {
+	findings := []preflight.Finding{
+		{Check: "namespaces", Reason: movev1alpha1.ReasonNamespaceNotFound, Message: `namespace "gone" does not exist`},
+		{Check: "target", Reason: movev1alpha1.ReasonTargetSecretNotFound, Message: "Secret ops/target not found", Retry: true},
+		{Check: "plan", Reason: movev1alpha1.ReasonOrphanedObjects, Message: "Secret fleet/s has no owner"},
+	}
+	o, stop := verdict(findings)
+	if !stop || o.kind != outcomeFail || o.reason != movev1alpha1.ReasonNamespaceNotFound {
+		t.Fatalf("got %+v, want a failure with the first finding's reason", o)
+	}
+	for _, f := range findings {
+		if !strings.Contains(o.message, f.Message) {
+			t.Errorf("the failure %q does not name %q", o.message, f.Message)
+		}
+	}
+	o, stop = verdict(findings[1:])
+	if !stop || o.kind != outcomeStall || o.reason != movev1alpha1.ReasonTargetSecretNotFound {
+		t.Errorf("got %+v, want the move stalled until the Secret is fixed", o)
+	}
+	if _, stop := verdict(nil); stop {
+		t.Error("no finding must let the move go on")
+	}
+}

@@ -1,0 +1,358 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/preflight"
+	"github.com/move-operator/move-operator/internal/quiesce"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// restartSourceControllers scales the source's controllers back to their
+// recorded replicas, and nothing else: pauses and the bypass wait
+// for RestoringSource, which finishes the source's restore (idempotently).
+func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, s *scope) error {
+	controllers, err := r.controllersToRestore(ctx, s, r.Source, movev1alpha1.ClusterSource)
+	if err != nil {
+		return err
+	}
+	if _, _, err := restartInOrder(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1)); err != nil {
+		return fmt.Errorf("source cluster: %w", err)
+	}
+	return nil
+}
+
+// restore brings one cluster's controllers back to their recorded replicas,
+// waits until they are Available, removes the webhook bypass, and, when
+// finish is set, unpauses what this move paused (recording first, when
+// copiesIn is given, which copy there each object the move kept has; in
+// the target after a move, checking the moved objects with its webhooks);
+// last it forgets the recorded replicas. It reports done=false while it
+// waits.
+func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, finish bool,
+	copiesIn func(context.Context) (*remote.Target, outcome, error)) (outcome, error) {
+	controllers, err := r.controllersToRestore(ctx, s, c, role)
+	if err != nil {
+		return outcome{}, err
+	}
+	if o, err := r.restartControllers(ctx, s, c, role, controllers); err != nil || !o.isDone() {
+		return o, err
+	}
+	if finish {
+		if o, err := r.finishRestore(ctx, s, c, role, copiesIn); err != nil || !o.isDone() {
+			return o, err
+		}
+	}
+	if err := quiesce.RemoveBypass(ctx, c); err != nil {
+		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if err := quiesce.Forget(ctx, c, controllers); err != nil {
+		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return done(), nil
+}
+
+// restartControllers scales one cluster's controllers back, the providers
+// first and their managers once the providers are Available, and removes
+// the bypass from the webhooks of those that run again. It is done once
+// every one of them is Available.
+func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, controllers []quiesce.Controller) (outcome, error) {
+	mo := s.mo
+	restored, unavailable, err := restartInOrder(ctx, c, controllers, ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1))
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if len(unavailable) > 0 {
+		timeout := durationOr(mo.Spec.Timeouts.ScaleUp, 10*time.Minute)
+		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(unavailable))
+		if time.Since(s.phaseStarted()) > timeout {
+			// Past the point of no return nothing can be undone: keep
+			// waiting, and ask for a human.
+			return stallOn(r.PollInterval, movev1alpha1.ReasonScaleUpTimeout, fmt.Sprintf(
+				"%s after %s (spec.timeouts.scaleUp); check those Deployments' pods; the move goes on once they are Available", msg, timeout)), nil
+		}
+		return waitFor(r.PollInterval, "waiting: "+msg), nil
+	}
+	// The webhooks of the providers running again check what follows; those
+	// of a provider that stays at zero (as the user left it) are down, and
+	// keep letting the operator through until the last step.
+	if err := r.removeBypassOfRunning(ctx, c, role, restored); err != nil {
+		return outcome{}, err
+	}
+	return done(), nil
+}
+
+// finishRestore ends a restore that the move finishes (not a rollback's
+// of the target): it records, when copiesIn is given, which copy each
+// object the source keeps has; in the target after a move it checks the
+// moved objects with its webhooks; then it unpauses what this move paused.
+func (r *MoveOperationReconciler) finishRestore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole,
+	copiesIn func(context.Context) (*remote.Target, outcome, error)) (outcome, error) {
+	ts, err := graph.DiscoverTypes(ctx, c)
+	if err != nil {
+		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if copiesIn != nil {
+		target, o, err := copiesIn(ctx)
+		if err != nil || !o.isDone() {
+			return o, err
+		}
+		if err := r.recordCopiesOfKept(ctx, s, c, role, target); err != nil {
+			return outcome{}, err
+		}
+	}
+	if role == movev1alpha1.ClusterTarget && s.mo.Status.Phase == movev1alpha1.PhaseRestoringTarget {
+		r.validateInTarget(ctx, s, c)
+	}
+	if _, err := move.Unpause(ctx, c, ts, string(s.mo.UID), r.Move); err != nil {
+		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return done(), nil
+}
+
+// recordCopiesOfKept notes on what the source keeps the copy the target
+// holds of it, so that a later move of those objects recognises them.
+func (r *MoveOperationReconciler) recordCopiesOfKept(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, target *remote.Target) error {
+	targetID, err := remote.ClusterID(ctx, target.Client)
+	if err != nil {
+		return fmt.Errorf("target cluster: %w", err)
+	}
+	plan, err := r.recordedPlan(ctx, s.mo)
+	switch {
+	case errors.Is(err, errNoRecord):
+		// Past the point of no return: what is kept is not noted, and a
+		// later move of it finds its copy as a conflict.
+		log.FromContext(ctx).Info("not noting the copies of what the source keeps", "reason", err.Error())
+		return nil
+	case err != nil:
+		return err
+	}
+	if _, err := move.RecordCopies(ctx, c, target.Client, targetID, plan, r.Move); err != nil {
+		return fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return nil
+}
+
+// installBypass lets the operator's own requests past the webhooks served
+// by the controllers this move stops, in both clusters.
+func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, target *remote.Target) error {
+	for _, c := range r.clusters(target) {
+		who, err := quiesce.WhoAmI(ctx, c.client)
+		if err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+		if err != nil {
+			return err
+		}
+		if err := quiesce.InstallBypass(ctx, c.client, wh.Served, who.Username); err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+	}
+	return nil
+}
+
+// removeBypassOfRunning removes the bypass from the webhooks served by the
+// restored controllers that run (replicas above zero).
+func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c client.Client, role movev1alpha1.ClusterRole, restored []quiesce.Controller) error {
+	var running []quiesce.Controller
+	for _, ctrl := range restored {
+		if ctrl.Replicas > 0 {
+			running = append(running, ctrl)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	wh, err := quiesce.FindWebhooks(ctx, c, running)
+	if err != nil {
+		return fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if err := quiesce.RemoveBypassFrom(ctx, c, wh.Served); err != nil {
+		return fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return nil
+}
+
+// controllersToRestore returns the controllers of one cluster that this
+// move stopped: those recorded in status, and those carrying the
+// original-replicas annotation (recorded on the Deployment before a crash
+// kept it out of status). A Deployment with neither was never touched.
+func (r *MoveOperationReconciler) controllersToRestore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) ([]quiesce.Controller, error) {
+	found, err := r.selectControllers(ctx, s, c, role)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[types.NamespacedName]bool{}
+	var out []quiesce.Controller
+	for _, ctrl := range found {
+		if ctrl.Recorded != nil {
+			out = append(out, ctrl)
+			seen[ctrl.Key] = true
+		}
+	}
+	for _, ctrl := range r.recordedControllers(s, role) {
+		if !seen[ctrl.Key] {
+			out = append(out, ctrl)
+		}
+	}
+	return out, nil
+}
+
+// recordedControllers returns the controllers of one cluster recorded in status.
+func (r *MoveOperationReconciler) recordedControllers(s *scope, role movev1alpha1.ClusterRole) []quiesce.Controller {
+	var out []quiesce.Controller
+	for _, c := range s.mo.Status.Controllers {
+		if c.Cluster == role {
+			out = append(out, quiesce.Controller{Key: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Recorded: ptr.To(c.OriginalReplicas), Manager: c.Manager})
+		}
+	}
+	return out
+}
+
+// webhooksOf maps a cluster's webhooks to the controllers this move stops
+// there (recorded in status once Recording is done, selected before).
+func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
+	controllers := r.recordedControllers(s, role)
+	if len(s.mo.Status.Controllers) == 0 {
+		var err error
+		if controllers, err = r.selectControllers(ctx, s, c, role); err != nil {
+			return nil, err
+		}
+	}
+	wh, err := quiesce.FindWebhooks(ctx, c, controllers)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return wh, nil
+}
+
+// target returns the target's client. When the Secret or kubeconfig is
+// wrong it says why, and the phase waits: for a human where the table says
+// so (stallsWithoutTarget), otherwise for the target to come back.
+func (r *MoveOperationReconciler) target(ctx context.Context, s *scope) (*remote.Target, outcome, error) {
+	t, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef)
+	if err == nil {
+		return t, done(), nil
+	}
+	var re *remote.Error
+	if !errors.As(err, &re) {
+		return nil, outcome{}, fmt.Errorf("connecting to the target: %w", err)
+	}
+	if specOf(phaseOf(s.mo)).stallsWithoutTarget {
+		return nil, stallOn(10*time.Second, re.Reason, re.Message), nil
+	}
+	return nil, waitFor(10*time.Second, fmt.Sprintf("cannot reach the target: %s", re.Message)), nil
+}
+
+type clusterClient struct {
+	role   movev1alpha1.ClusterRole
+	client client.Client
+}
+
+// clusters returns both clusters, target first: the order in which they are
+// restored.
+func (r *MoveOperationReconciler) clusters(target *remote.Target) []clusterClient {
+	return []clusterClient{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}}
+}
+
+// excluded returns the Deployments never to stop in a cluster: the
+// operator's own, in the source.
+func (r *MoveOperationReconciler) excluded(role movev1alpha1.ClusterRole) []types.NamespacedName {
+	if role == movev1alpha1.ClusterSource && r.Self.Name != "" {
+		return []types.NamespacedName{r.Self}
+	}
+	return nil
+}
+
+func clusterSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
+	if mo.Spec.ClusterSelector == nil {
+		return nil, nil
+	}
+	return metav1.LabelSelectorAsSelector(mo.Spec.ClusterSelector)
+}
+
+func controllerSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
+	sel := mo.Spec.Controllers.Selector
+	if sel == nil {
+		sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: movev1alpha1.DefaultControllerLabel, Operator: metav1.LabelSelectorOpExists,
+		}}}
+	}
+	return metav1.LabelSelectorAsSelector(sel)
+}
+
+func progressOf(mo *movev1alpha1.MoveOperation, plan *graph.Plan) *movev1alpha1.MoveProgress {
+	if mo.Status.Progress == nil {
+		mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
+	}
+	return mo.Status.Progress
+}
+
+// setCopyProgress sets what Copying has done: the first next groups of the
+// pinned plan, out of all of it (which leaves out whatever was deleted since
+// Validating counted it).
+func setCopyProgress(p *movev1alpha1.MoveProgress, plan *graph.Plan, next int) {
+	p.Total = int32(plan.Len())
+	p.CopiedGroups = int32(next)
+	p.Copied = int32(objectsIn(plan.Groups[:next]))
+}
+
+func objectsIn(groups [][]*graph.Object) int {
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	return n
+}
+
+func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return fallback
+	}
+	return d.Duration
+}
+
+// joinRefs names objects for a message, the first ten of them.
+func joinRefs(refs []graph.ObjectRef) string { return preflight.JoinRefs(refs) }
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s (%d)", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func formatReasons(m map[types.NamespacedName]string) string {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s (%s)", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

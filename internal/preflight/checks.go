@@ -1,0 +1,231 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// Finding is one reason a move cannot start, with what to do about it.
+type Finding struct {
+	// Check is the name of the check that found it.
+	Check string
+	// Reason is the condition reason the MoveOperation reports.
+	Reason string
+	// Message says what is wrong and what to do.
+	Message string
+	// Retry is set when a fix outside the MoveOperation (the target's
+	// Secret, the network) lets the same MoveOperation go on: the move
+	// waits for it instead of failing.
+	Retry bool
+}
+
+// Warning is something a user should know that does not stop the move.
+type Warning struct {
+	// Reason is set when the warning is also worth a Warning event.
+	Reason  string
+	Message string
+}
+
+// Env is what the checks of one MoveOperation read, and what they learn
+// for the checks after them and for the move itself. A check that needs
+// what an earlier check could not learn (a reachable target, a plan) finds
+// nothing: the earlier check's finding says why.
+type Env struct {
+	// Source is the cluster the move reads, without a cache.
+	Source client.Client
+	// Spec and UID are the MoveOperation's.
+	Spec movev1alpha1.MoveOperationSpec
+	UID  types.UID
+	// Connect returns the target's client. A *remote.Error (the Secret or
+	// its kubeconfig is wrong) is a finding a user can fix; any other
+	// error is retried.
+	Connect func(ctx context.Context) (*remote.Target, error)
+
+	// Target is the target, once reachable.
+	Target *remote.Target
+	// ClusterSelector is spec.clusterSelector, once valid (nil: every
+	// Cluster).
+	ClusterSelector labels.Selector
+	// SourceTypes and TargetTypes are the kinds that move, in each cluster.
+	SourceTypes, TargetTypes *graph.Types
+	// Plan is what the move takes, once the source was read.
+	Plan *graph.Plan
+	// GitOps is what the GitOps check found, for status.plan.gitOps.
+	GitOps *movev1alpha1.GitOpsReport
+
+	// Findings and Warnings are what the checks found, in their order.
+	Findings []Finding
+	Warnings []Warning
+
+	check         string
+	selectorValid bool
+	targetChecked bool
+}
+
+// find records a finding of the running check.
+func (e *Env) find(reason, message string) {
+	e.Findings = append(e.Findings, Finding{Check: e.check, Reason: reason, Message: message})
+}
+
+// warn records a warning; with a reason it is also worth an event.
+func (e *Env) warn(reason, message string) {
+	e.Warnings = append(e.Warnings, Warning{Reason: reason, Message: message})
+}
+
+// targetReady reports whether the checks that read the target can run: it
+// answered, and it is not the source.
+func (e *Env) targetReady() bool { return e.Target != nil && e.targetChecked }
+
+// Check is one named check. It records findings and warnings in the Env;
+// an error is a failure to check (an API server that does not answer), for
+// the caller to retry.
+type Check struct {
+	Name string
+	Run  func(ctx context.Context, e *Env) error
+}
+
+// Checks are the checks a move passes before it writes anything, in the
+// order they run: the input first, then the target, then what moves.
+func Checks() []Check {
+	return []Check{
+		{"selectors", checkSelectors},
+		{"namespaces", checkNamespaces},
+		{"target", checkTarget},
+		{"kinds", checkKinds},
+		{"providers", checkProviders},
+		{"managers", checkManagers},
+		{"plan", checkPlan},
+		{"provisioned", checkProvisioned},
+		{"target-objects", checkTargetObjects},
+		{"gitops", checkGitOps},
+	}
+}
+
+// Run runs the checks in order, every one of them, so that a dry run
+// reports every finding at once, not only the first.
+func Run(ctx context.Context, e *Env, checks []Check) error {
+	for _, c := range checks {
+		e.check = c.Name
+		if err := c.Run(ctx, e); err != nil {
+			return fmt.Errorf("check %s: %w", c.Name, err)
+		}
+	}
+	e.check = ""
+	return nil
+}
+
+func checkSelectors(_ context.Context, e *Env) error {
+	sel, err := selectorOf(e.Spec.ClusterSelector)
+	if err != nil {
+		e.find(movev1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.clusterSelector is not a valid label selector: %v", err))
+	} else {
+		e.ClusterSelector, e.selectorValid = sel, true
+	}
+	if e.Spec.Controllers.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(e.Spec.Controllers.Selector); err != nil {
+			e.find(movev1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.controllers.selector is not a valid label selector: %v", err))
+		}
+	}
+	return nil
+}
+
+func selectorOf(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return nil, nil
+	}
+	return metav1.LabelSelectorAsSelector(s)
+}
+
+func checkNamespaces(ctx context.Context, e *Env) error {
+	for _, ns := range e.Spec.Namespaces {
+		err := e.Source.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+		switch {
+		case apierrors.IsNotFound(err):
+			e.find(movev1alpha1.ReasonNamespaceNotFound, fmt.Sprintf("namespace %q in spec.namespaces does not exist in the source cluster; create a MoveOperation listing existing namespaces", ns))
+		case err != nil:
+			return fmt.Errorf("getting namespace %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// checkTarget connects to the target and makes sure it is another cluster
+// than the source, by the UID of their kube-system namespaces: two API
+// server URLs may lead to one cluster, and a move onto itself would delete
+// everything it copied.
+func checkTarget(ctx context.Context, e *Env) error {
+	t, err := e.Connect(ctx)
+	if err != nil {
+		var re *remote.Error
+		if errors.As(err, &re) {
+			e.Findings = append(e.Findings, Finding{Check: e.check, Reason: re.Reason, Message: re.Message, Retry: true})
+			return nil
+		}
+		return fmt.Errorf("connecting to the target: %w", err)
+	}
+	e.Target = t
+	sourceID, err := remote.ClusterID(ctx, e.Source)
+	if err != nil {
+		return fmt.Errorf("source cluster: %w", err)
+	}
+	targetID, err := remote.ClusterID(ctx, t.Client)
+	if err != nil {
+		e.Findings = append(e.Findings, Finding{Check: e.check, Reason: movev1alpha1.ReasonTargetUnreachable, Retry: true, Message: fmt.Sprintf(
+			"the target API server %s does not answer: %v; check the kubeconfig Secret and the network (retrying)", t.Server, err)})
+		return nil
+	}
+	if sourceID == targetID {
+		e.find(movev1alpha1.ReasonTargetIsSource, fmt.Sprintf(
+			"the kubeconfig points at the source cluster itself (%s): a move onto itself would delete what it copied; point it at the target cluster", t.Server))
+		return nil
+	}
+	e.targetChecked = true
+	return nil
+}
+
+// checkKinds discovers the kinds that move in both clusters, and compares
+// their CRDs (see CheckCRDs).
+func checkKinds(ctx context.Context, e *Env) error {
+	ts, err := graph.DiscoverTypes(ctx, e.Source)
+	if err != nil {
+		return fmt.Errorf("discovering the kinds to move in the source: %w", err)
+	}
+	e.SourceTypes = ts
+	if !e.targetReady() {
+		return nil
+	}
+	if e.TargetTypes, err = graph.DiscoverTypes(ctx, e.Target.Client); err != nil {
+		return fmt.Errorf("discovering the kinds to move in the target: %w", err)
+	}
+	if err := CheckCRDs(e.SourceTypes, e.TargetTypes); err != nil {
+		e.find(movev1alpha1.ReasonCRDMismatch, err.Error())
+	}
+	return nil
+}
+
+func checkProviders(ctx context.Context, e *Env) error {
+	if !e.targetReady() {
+		return nil
+	}
+	err := CheckProviders(ctx, e.Source, e.Target.Client)
+	var mismatch *ProviderMismatch
+	switch {
+	case errors.As(err, &mismatch):
+		e.find(movev1alpha1.ReasonProviderMissing, err.Error())
+	case err != nil:
+		return fmt.Errorf("reading the installed providers: %w", err)
+	}
+	return nil
+}

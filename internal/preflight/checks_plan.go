@@ -1,0 +1,128 @@
+package preflight
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/quiesce"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// checkManagers finds the Deployments that manage the providers: one named
+// in spec.controllers.additional that does not exist in a cluster it is
+// named for is a finding (a manager the user wants stopped and the move
+// cannot find would go on running); the others, and cluster-api-operator,
+// are noted, so that a dry run shows what the move stops.
+func checkManagers(ctx context.Context, e *Env) error {
+	if !e.targetReady() {
+		return nil
+	}
+	for _, c := range []struct {
+		role movev1alpha1.ClusterRole
+		cl   client.Client
+	}{{movev1alpha1.ClusterTarget, e.Target.Client}, {movev1alpha1.ClusterSource, e.Source}} {
+		additional := e.Spec.Controllers.AdditionalIn(c.role)
+		_, missing, err := quiesce.GetControllers(ctx, c.cl, additional, true)
+		if err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		if len(missing) > 0 {
+			names := make([]string, 0, len(missing))
+			for _, k := range missing {
+				names = append(names, k.String())
+			}
+			e.find(movev1alpha1.ReasonControllerNotFound, fmt.Sprintf(
+				"spec.controllers.additional names Deployment %s in the %s cluster, which does not exist there; correct its namespace and name, or its cluster (Source, Target or Both), in a new MoveOperation",
+				strings.Join(names, ", "), strings.ToLower(string(c.role))))
+			continue
+		}
+		operators, err := quiesce.FindCAPIOperator(ctx, c.cl)
+		if err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		for _, k := range operators {
+			e.warn("", fmt.Sprintf(
+				"%s cluster: cluster-api-operator (Deployment %s) reconciles the provider Deployments; it is stopped for the move before the providers, and restarted after them",
+				c.role, k))
+		}
+		for _, k := range additional {
+			e.warn("", fmt.Sprintf(
+				"%s cluster: Deployment %s (spec.controllers.additional) is stopped for the move before the providers, and restarted after them", c.role, k))
+		}
+	}
+	return nil
+}
+
+// checkPlan reads the objects to move and plans the move: an object whose
+// owner does not move with it is a finding. Objects paused by somebody
+// else are noted: they move paused and stay paused.
+func checkPlan(ctx context.Context, e *Env) error {
+	if e.SourceTypes == nil || !e.selectorValid {
+		return nil
+	}
+	g, err := graph.Discover(ctx, e.Source, e.SourceTypes, graph.DiscoverOptions{Namespaces: e.Spec.Namespaces})
+	if err != nil {
+		return fmt.Errorf("reading the objects to move: %w", err)
+	}
+	e.Plan = g.Plan(graph.Selection{ClusterSelector: e.ClusterSelector})
+	if err := e.Plan.Validate(); err != nil {
+		e.find(movev1alpha1.ReasonOrphanedObjects, err.Error()+"; move their owners too (widen spec.namespaces or spec.clusterSelector), or remove the objects")
+	}
+	if paused := e.Plan.PausedByOthers(string(e.UID)); len(paused) > 0 {
+		e.warn("", fmt.Sprintf(
+			"%s were paused before the move: they move paused and stay paused; unpause them in the target when you want their controllers to act", JoinRefs(paused)))
+	}
+	return nil
+}
+
+// checkProvisioned applies clusterctl's preflight: no Cluster or Machine
+// of the plan may still be provisioning (see move.CheckProvisioned).
+func checkProvisioned(ctx context.Context, e *Env) error {
+	if e.Plan == nil {
+		return nil
+	}
+	if err := move.CheckProvisioned(ctx, e.Source, e.Plan); err != nil {
+		e.find(movev1alpha1.ReasonNotProvisioned, err.Error()+"; wait for the clusters to finish provisioning, then create a new MoveOperation")
+	}
+	return nil
+}
+
+// checkTargetObjects finds objects of the plan that the target holds
+// already and the move did not create (see CheckTarget).
+func checkTargetObjects(ctx context.Context, e *Env) error {
+	if e.Plan == nil || !e.targetReady() {
+		return nil
+	}
+	targetID, err := remote.ClusterID(ctx, e.Target.Client)
+	if err != nil {
+		return fmt.Errorf("target cluster: %w", err)
+	}
+	inTarget, err := CheckTarget(ctx, e.Source, e.Target.Client, targetID, e.Plan)
+	if err != nil {
+		return err
+	}
+	if len(inTarget.Conflicts) > 0 {
+		e.find(movev1alpha1.ReasonTargetConflict, fmt.Sprintf(
+			"%s already exist in the target and were not created by this move; delete them there or leave their clusters out of the move", JoinRefs(inTarget.Conflicts)))
+	}
+	return nil
+}
+
+// JoinRefs names objects for a message, the first ten of them.
+func JoinRefs(refs []graph.ObjectRef) string {
+	names := make([]string, 0, len(refs))
+	for i, ref := range refs {
+		if i == 10 {
+			names = append(names, fmt.Sprintf("and %d more", len(refs)-10))
+			break
+		}
+		names = append(names, ref.String())
+	}
+	return strings.Join(names, ", ")
+}
