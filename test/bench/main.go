@@ -15,9 +15,9 @@
 // kube-scheduler and kwok processes, Cluster API installed as clusterctl
 // init leaves it, provider webhooks served by this process). For each
 // repetition it creates three identical fleets (package fleet) in three
-// namespaces of the source, then moves one with clusterctl and one with the
-// operator, alternating which goes first, and then the third with the
-// baseline. Each move is checked afterwards: the target namespace holds
+// namespaces of the source, and moves one with each mover: clusterctl, the
+// operator and the baseline, the order rotating by one place per
+// repetition (see moveOrder in fleets.go). Each move is checked afterwards: the target namespace holds
 // every object the source namespace held, the source namespace holds none.
 //
 // The operator is built from this working tree into the run's directory
