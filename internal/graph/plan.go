@@ -22,13 +22,17 @@ type Selection struct {
 	ClusterSelector labels.Selector
 }
 
-// Object is one object the move copies.
+// Object is one object the move copies. A move holds one per object of the
+// fleet from Validating to Done: the booleans sit together after the
+// strings so that they share one word.
 type Object struct {
 	ObjectRef
 	// Group is the index of the creation group the object belongs to: it is
 	// created after every object it depends on, which are in earlier groups
 	// (or, for members of an ownership cycle, in the same one).
 	Group int
+	// KeepReason says why Delete is false, for the plan and the logs.
+	KeepReason string
 	// Global is true for cluster-scoped objects.
 	Global bool
 	// InGlobalHierarchy is true for objects owned, directly or not, by a
@@ -41,8 +45,6 @@ type Object struct {
 	// for objects outside the moved namespaces, and for shared objects that
 	// something staying in the source still needs.
 	Delete bool
-	// KeepReason says why Delete is false, for the plan and the logs.
-	KeepReason string
 	// FoundInTarget is true for an object that was in the target already
 	// when the move recorded its plan: a global object (or one of its
 	// hierarchy) the target has, or the copy an earlier move made. It is
@@ -54,15 +56,15 @@ type Object struct {
 	// Paused is true for a Cluster (spec.paused or the paused annotation) or
 	// ClusterClass (the paused annotation) that is paused.
 	Paused bool
-	// PausedBy is the value of the paused-by annotation: the operation that
-	// paused it, if one did.
-	PausedBy string
 	// BlockMove is true while the object carries the block-move annotation.
 	BlockMove bool
 	// Deleting is true when the object has a deletionTimestamp.
 	Deleting bool
 	// Finalizers is true when the object had finalizers.
 	Finalizers bool
+	// PausedBy is the value of the paused-by annotation: the operation that
+	// paused it, if one did.
+	PausedBy string
 	// ResourceVersion is the object's resourceVersion when it was read.
 	ResourceVersion string
 }
@@ -172,7 +174,7 @@ func (s *selector) warn(format string, args ...any) {
 func (s *selector) selectRoots() {
 	for _, n := range s.nodes {
 		if n.observed && n.isCluster() && s.g.inScope(n) &&
-			(s.sel.ClusterSelector == nil || s.sel.ClusterSelector.Matches(labels.Set(n.labels))) {
+			(s.sel.ClusterSelector == nil || s.sel.ClusterSelector.Matches(labels.Set(n.spec().labels))) {
 			s.selectedClusters[n] = true
 		}
 	}
