@@ -39,12 +39,50 @@ func (r ObjectRef) String() string {
 }
 
 func compareRefs(a, b ObjectRef) int {
+	if c := compareKinds(a.GroupKind(), b.GroupKind()); c != 0 {
+		return c
+	}
 	return cmp.Or(
-		cmp.Compare(KindString(a.GroupKind()), KindString(b.GroupKind())),
 		cmp.Compare(a.Namespace, b.Namespace),
 		cmp.Compare(a.Name, b.Name),
 		cmp.Compare(a.UID, b.UID),
 	)
+}
+
+// compareKinds orders kinds as their KindStrings sort, without building the
+// strings: sorting a fleet's objects compares kinds about a million times,
+// and building two strings each time was most of what planning allocated.
+func compareKinds(a, b schema.GroupKind) int {
+	if a == b {
+		return 0
+	}
+	as, bs := kindStringParts(a), kindStringParts(b)
+	na, nb := len(as[0])+len(as[1])+len(as[2]), len(bs[0])+len(bs[1])+len(bs[2])
+	for i := range min(na, nb) {
+		if c := cmp.Compare(byteAt(as, i), byteAt(bs, i)); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(na, nb)
+}
+
+// kindStringParts returns the parts KindString joins.
+func kindStringParts(gk schema.GroupKind) [3]string {
+	if gk.Group == "" {
+		return [3]string{gk.Kind}
+	}
+	return [3]string{gk.Kind, ".", gk.Group}
+}
+
+// byteAt returns the i-th byte of the parts joined.
+func byteAt(parts [3]string, i int) byte {
+	for _, p := range parts {
+		if i < len(p) {
+			return p[i]
+		}
+		i -= len(p)
+	}
+	panic("byteAt: index out of range")
 }
 
 // objectKey identifies an object by group, kind, namespace and name: how

@@ -735,13 +735,15 @@ type KindCount struct {
 
 // Kinds counts the moved objects per kind, sorted by kind.
 func (p *Plan) Kinds() []KindCount {
-	counts := map[string]int{}
+	// Counted by GroupKind, and named once per kind: naming every object's
+	// kind would build a string per object of the fleet.
+	counts := map[schema.GroupKind]int{}
 	for _, o := range p.byUID {
-		counts[KindString(o.GroupKind())]++
+		counts[o.GroupKind()]++
 	}
 	out := make([]KindCount, 0, len(counts))
-	for k, c := range counts {
-		out = append(out, KindCount{Kind: k, Count: c})
+	for gk, c := range counts {
+		out = append(out, KindCount{Kind: KindString(gk), Count: c})
 	}
 	slices.SortFunc(out, func(a, b KindCount) int { return cmp.Compare(a.Kind, b.Kind) })
 	return out
