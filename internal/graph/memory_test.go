@@ -1,14 +1,22 @@
 package graph_test
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/graph/graphtest"
 )
@@ -123,4 +131,108 @@ func TestThePlanOfAFleetKeepsLittlePerObject(t *testing.T) {
 			t.Errorf("N=%d: the fleet has %d objects, want %d", n, m.objects, want)
 		}
 	}
+}
+
+// maxStatusPlan is the room the status's plan may take: far below the API
+// server's object size limit, whatever the fleet (issue #18).
+const maxStatusPlan = 64 << 10
+
+// TestTheStatusPlanOfAThousandClustersStaysUnder64KiB plans a fleet of a
+// thousand workload clusters where every reason to leave an object behind
+// and every warning occurs once per cluster, under names of the longest
+// length the API allows, with half the clusters left out by the selector,
+// and checks that the plan the MoveOperation's status reports stays small:
+// every list capped, with a count of what was left out.
+func TestTheStatusPlanOfAThousandClustersStaysUnder64KiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans a fleet of a thousand clusters")
+	}
+	const clusters = 1000
+	g := graph.New(graphtest.Types(), []string{"fleet"})
+	add := func(obj client.Object) error { return g.Add(obj) }
+	if err := graphtest.Fleet(graphtest.Options{Clusters: clusters}, add); err != nil {
+		t.Fatalf("building the fleet: %v", err)
+	}
+	long := strings.Repeat("x", 220)
+	for i := range clusters {
+		cluster := fmt.Sprintf("fleet-%d", i)
+		owner := func(gvk schema.GroupVersionKind, name string) metav1.OwnerReference {
+			return metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name,
+				UID: graphtest.UID(gvk, "fleet", name)}
+		}
+		strays := []*metav1.PartialObjectMetadata{
+			// Nothing owns it: NotInHierarchy.
+			stray(graphtest.ConfigMap, fmt.Sprintf("%s-loose-%s", cluster, long)),
+			// Its owner does not exist: OwnerMissing.
+			stray(graphtest.Secret, fmt.Sprintf("%s-stale-%s", cluster, long), owner(graphtest.Cluster, cluster+"-deleted-"+long)),
+			// Its owner is of a kind that does not move: OwnerNotMoved.
+			stray(graphtest.Secret, fmt.Sprintf("%s-foreign-%s", cluster, long),
+				metav1.OwnerReference{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster, UID: graphtest.UID(graphtest.Cluster, "fleet", cluster)},
+				owner(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "foreign-"+long)),
+			// Moved, but one owner is missing: a warning.
+			stray(graphtest.Secret, fmt.Sprintf("%s-half-%s", cluster, long),
+				metav1.OwnerReference{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: cluster, UID: graphtest.UID(graphtest.Cluster, "fleet", cluster)},
+				owner(graphtest.Machine, cluster+"-gone-"+long)),
+		}
+		for _, s := range strays {
+			if err := g.Add(s); err != nil {
+				t.Fatalf("adding %s: %v", s.GetName(), err)
+			}
+		}
+	}
+	// Half the clusters stay: NotSelected, and shared objects kept.
+	selector, err := labels.Parse(graphtest.HalfLabel + "=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := g.Plan(graph.Selection{ClusterSelector: selector})
+
+	s := p.Summary()
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatalf("encoding the status plan: %v", err)
+	}
+	t.Logf("N=%d: %d objects moved, %d excluded, %d warnings; the status plan takes %d bytes (%d kinds, %d warnings, %d exclusion reasons)",
+		clusters, p.Len(), len(p.Excluded), len(p.Warnings), len(data), len(s.Kinds), len(s.Warnings), len(s.Excluded))
+	if len(data) > maxStatusPlan {
+		t.Errorf("the status plan takes %d bytes, want at most %d", len(data), maxStatusPlan)
+	}
+	if len(p.Warnings) <= 100 || len(s.Warnings) != 100 || !strings.HasPrefix(s.Warnings[99], "and ") {
+		t.Errorf("%d warnings summarised as %d, want 100 ending with how many more", len(p.Warnings), len(s.Warnings))
+	}
+	reasons := map[string]bool{}
+	for _, e := range s.Excluded {
+		reasons[e.Reason] = true
+		if e.Count > 10 && len(e.Objects) != 10 {
+			t.Errorf("%d objects excluded as %s, %d named, want the first 10", e.Count, e.Reason, len(e.Objects))
+		}
+	}
+	for _, r := range []graph.ExclusionReason{graph.ExcludedNotInHierarchy, graph.ExcludedOwnerMissing, graph.ExcludedOwnerNotMoved, graph.ExcludedNotSelected} {
+		if !reasons[string(r)] {
+			t.Errorf("no object excluded as %s: the fleet does not exercise every list", r)
+		}
+	}
+	for _, w := range slices.Concat(s.Warnings, excludedEntries(s.Excluded)) {
+		if len(w) > 300 {
+			t.Errorf("a status entry of %d bytes, want at most 300: %.80s...", len(w), w)
+		}
+	}
+}
+
+func stray(gvk schema.GroupVersionKind, name string, owners ...metav1.OwnerReference) *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(gvk)
+	o.SetNamespace("fleet")
+	o.SetName(name)
+	o.SetUID(graphtest.UID(gvk, "fleet", name))
+	o.SetOwnerReferences(owners)
+	return o
+}
+
+func excludedEntries(excluded []movev1.ExclusionCount) []string {
+	var out []string
+	for _, e := range excluded {
+		out = append(out, e.Objects...)
+	}
+	return out
 }

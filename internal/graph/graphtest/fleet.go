@@ -64,6 +64,10 @@ func Types() *graph.Types {
 	return graph.NewTypes(ts...)
 }
 
+// HalfLabel is on every Cluster, "a" on even ones and "b" on odd ones, so
+// that a cluster selector can take half the fleet.
+const HalfLabel = "graphtest.move.cluster.x-k8s.io/half"
+
 // Options shape a fleet. The zero value is the benchmark's fleet (package
 // test/bench): three control-plane and three worker Machines per cluster,
 // in one namespace, with a ClusterClass used from another namespace.
@@ -121,7 +125,7 @@ type object struct {
 	spec      map[string]any
 }
 
-func (o *object) uid() types.UID { return uidOf(o.gvk, o.namespace, o.name) }
+func (o *object) uid() types.UID { return UID(o.gvk, o.namespace, o.name) }
 
 // ref returns a reference to o as an owner, controller or not.
 func (o *object) ref(controller bool) metav1.OwnerReference {
@@ -133,9 +137,9 @@ func (o *object) ref(controller bool) metav1.OwnerReference {
 	return r
 }
 
-// uidOf derives a UID of the real length (36 characters) from an object's
+// UID derives a UID of the real length (36 characters) from an object's
 // identity, so that owners are found by the UID their dependents name.
-func uidOf(gvk schema.GroupVersionKind, namespace, name string) types.UID {
+func UID(gvk schema.GroupVersionKind, namespace, name string) types.UID {
 	h := fnv.New128a()
 	_, _ = fmt.Fprintf(h, "%s/%s/%s/%s", gvk.Group, gvk.Kind, namespace, name)
 	b := h.Sum(nil)
@@ -249,7 +253,7 @@ func (f *fleet) cluster(i int) {
 			"classRef": map[string]any{"name": "fleet-class", "namespace": f.classNamespace}, "version": "v1.34.2"}}
 	}
 	cluster := f.emit(&object{gvk: Cluster, namespace: f.namespace, name: name,
-		labels: map[string]string{"cni": "loop"}, spec: clusterSpec})
+		labels: map[string]string{"cni": "loop", HalfLabel: []string{"a", "b"}[i%2]}, spec: clusterSpec})
 	owned := func(owner *object, controller bool) []metav1.OwnerReference {
 		return []metav1.OwnerReference{owner.ref(controller)}
 	}
