@@ -252,11 +252,15 @@ func (g *Graph) linkOwnerReferences(byKey map[objectKey]*node) {
 		observed = append(observed, n)
 	}
 	for _, n := range observed {
-		for _, ref := range n.facts.owners {
+		for i, ref := range n.facts.owners {
 			owner, ok := g.nodes[ref.uid]
 			if !ok {
 				owner = g.addVirtualOwner(n, ref, byKey)
 			}
+			// The reference's UID and name are the owner's own, in another
+			// copy decoded with every dependent: holding the owner's copy
+			// frees them.
+			n.facts.owners[i].uid, n.facts.owners[i].name = owner.ref.UID, owner.ref.Name
 			if !slices.Contains(n.owners, owner) {
 				n.owners = append(n.owners, owner)
 			}

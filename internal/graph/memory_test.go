@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,6 +39,37 @@ type planMemory struct {
 	// planAllocated is what computing the plan allocates, kept or not: the
 	// garbage that sets how far the heap grows above what stays.
 	planAllocated int64
+	// planPeak is the largest heap (live or not yet collected) seen while
+	// the plan was computed, above what was there before the graph: what
+	// the process's resident memory follows, at the default GOGC.
+	planPeak int64
+}
+
+// samplePeakHeap samples the heap's size every millisecond until the
+// returned function is called, which returns the largest size seen.
+func samplePeakHeap() func() int64 {
+	done := make(chan struct{})
+	result := make(chan int64)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var peak uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				result <- int64(peak)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		return <-result
+	}
 }
 
 func perObject(bytes int64, objects int) int64 { return bytes / int64(max(objects, 1)) }
@@ -68,7 +101,9 @@ func measurePlan(t testing.TB, clusters int, profile string) planMemory {
 	m.graph = liveHeap() - before
 
 	allocatedBefore := totalAllocated()
+	stop := samplePeakHeap()
 	p := g.Plan(graph.Selection{})
+	m.planPeak = stop() - before
 	m.planAllocated = totalAllocated() - allocatedBefore
 	m.moved = p.Len()
 	m.graphAndPlan = liveHeap() - before
@@ -124,9 +159,9 @@ func TestThePlanOfAFleetKeepsLittlePerObject(t *testing.T) {
 			profile = *planHeapProfile
 		}
 		m := measurePlan(t, n, profile)
-		t.Logf("N=%d: %d objects read, %d moved; bytes per object read: graph %d, graph and plan %d, plan alone %d; allocated by Plan %d",
+		t.Logf("N=%d: %d objects read, %d moved; bytes per object read: graph %d, graph and plan %d, plan alone %d; allocated by Plan %d, peak heap during Plan %d",
 			n, m.objects, m.moved, perObject(m.graph, m.objects), perObject(m.graphAndPlan, m.objects), perObject(m.plan, m.objects),
-			perObject(m.planAllocated, m.objects))
+			perObject(m.planAllocated, m.objects), perObject(m.planPeak, m.objects))
 		if want := n*graphtest.ObjectsPerCluster + graphtest.SharedObjects; m.objects != want {
 			t.Errorf("N=%d: the fleet has %d objects, want %d", n, m.objects, want)
 		}
