@@ -55,7 +55,10 @@ type node struct {
 	softOwners []*node // owners by naming convention or by reference
 	children   []*node // hard and soft dependents
 	tenants    []*node // hierarchy roots whose hierarchy holds this node
-	visited    int32   // stamp for walks, to avoid allocating a set per walk
+	// mark is scratch for one computation, zero between them: a walk's
+	// stamp (linkTenants), or the node's position in a list (groups), so
+	// that walks over a fleet index slices instead of maps keyed by node.
+	mark int32
 	// observed is false for a virtual node: an owner known only from an
 	// ownerReference, whose object was not read.
 	observed bool
@@ -212,9 +215,12 @@ func (g *Graph) link() []*node {
 	g.unlink()
 	// Indexed before the virtual owners are added: only objects that were
 	// read are found by kind, namespace and name.
+	keyed := g.keyedKinds()
 	byKey := map[objectKey]*node{}
 	for _, n := range g.nodes {
-		byKey[objectKey{gk: n.ref.GroupKind(), namespace: n.ref.Namespace, name: n.ref.Name}] = n
+		if keyed[n.ref.GroupKind()] {
+			byKey[objectKey{gk: n.ref.GroupKind(), namespace: n.ref.Namespace, name: n.ref.Name}] = n
+		}
 	}
 	g.linkOwnerReferences(byKey)
 	nodes := g.sortedNodes()
@@ -231,6 +237,26 @@ func (g *Graph) link() []*node {
 	return nodes
 }
 
+// keyedKinds returns the kinds whose objects link looks up by kind,
+// namespace and name: Clusters and ClusterClasses, the kinds ClusterClasses
+// reference as templates, and the kinds of owners that were not read (to
+// find an object of the owner's name). Indexing only those keeps the index
+// to a few entries per workload cluster, not one per object.
+func (g *Graph) keyedKinds() map[schema.GroupKind]bool {
+	kinds := map[schema.GroupKind]bool{ClusterGroupKind: true, ClusterClassGroupKind: true}
+	for _, n := range g.nodes {
+		for _, key := range n.spec().templateRefs {
+			kinds[key.gk] = true
+		}
+		for _, ref := range n.facts.owners {
+			if _, read := g.nodes[ref.uid]; !read {
+				kinds[ref.groupKind()] = true
+			}
+		}
+	}
+	return kinds
+}
+
 // unlink drops the virtual nodes, edges and warnings of a previous link.
 func (g *Graph) unlink() {
 	g.linkWarnings = nil
@@ -239,7 +265,7 @@ func (g *Graph) unlink() {
 			delete(g.nodes, uid)
 			continue
 		}
-		n.owners, n.softOwners, n.children, n.tenants, n.visited = nil, nil, nil, nil, 0
+		n.owners, n.softOwners, n.children, n.tenants, n.mark = nil, nil, nil, nil, 0
 	}
 }
 
@@ -373,20 +399,20 @@ func linkTenants(nodes []*node) {
 		}
 		stamp++
 		stack := []*node{root}
-		root.visited = stamp
+		root.mark = stamp
 		for len(stack) > 0 {
 			n := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			n.tenants = append(n.tenants, root)
 			for _, child := range n.children {
-				if child.visited != stamp {
-					child.visited = stamp
+				if child.mark != stamp {
+					child.mark = stamp
 					stack = append(stack, child)
 				}
 			}
 		}
 	}
 	for _, n := range nodes {
-		n.visited = 0
+		n.mark = 0
 	}
 }

@@ -393,32 +393,62 @@ func (s *selector) groups() [][]*node {
 			moved = append(moved, n)
 		}
 	}
-	deps := func(n *node) []*node {
-		var out []*node
-		for _, o := range slices.Concat(n.owners, n.softOwners) {
-			if s.moved[o] {
-				out = append(out, o)
+	// Each moved node's position in moved is its mark for the time of this
+	// computation, so that the graph below is slices of positions: maps
+	// keyed by node were most of what planning a fleet allocated.
+	for i, n := range moved {
+		n.mark = int32(i)
+	}
+	defer func() {
+		for _, n := range moved {
+			n.mark = 0
+		}
+	}()
+	// What moved[i] depends on (its moved owners and soft owners) is
+	// deps[start[i]:start[i+1]].
+	start := make([]int32, len(moved)+1)
+	deps := make([]int32, 0, len(moved))
+	for i, n := range moved {
+		for _, owners := range [][]*node{n.owners, n.softOwners} {
+			for _, o := range owners {
+				if s.moved[o] {
+					deps = append(deps, o.mark)
+				}
 			}
 		}
-		return out
+		start[i+1] = int32(len(deps))
 	}
-	component := stronglyConnected(moved, deps)
+	component, components := stronglyConnected(start, deps)
+
+	// The members of each component, by position: members[first[c]:first[c+1]].
+	first := make([]int32, components+1)
+	for _, c := range component {
+		first[c+1]++
+	}
+	for c := range components {
+		first[c+1] += first[c]
+	}
+	members := make([]int32, len(moved))
+	next := slices.Clone(first[:components])
+	for v, c := range component {
+		members[next[c]] = int32(v)
+		next[c]++
+	}
 
 	// The level of a component is one more than the highest level of the
 	// components it depends on.
-	level := map[int]int{}
-	var levelOf func(c int) int
-	members := map[int][]*node{}
-	for _, n := range moved {
-		members[component[n]] = append(members[component[n]], n)
+	level := make([]int32, components)
+	for c := range level {
+		level[c] = -1
 	}
-	levelOf = func(c int) int {
-		if l, ok := level[c]; ok {
-			return l
+	var levelOf func(c int32) int32
+	levelOf = func(c int32) int32 {
+		if level[c] >= 0 {
+			return level[c]
 		}
-		l := 0
-		for _, n := range members[c] {
-			for _, d := range deps(n) {
+		var l int32
+		for _, v := range members[first[c]:first[c+1]] {
+			for _, d := range deps[start[v]:start[v+1]] {
 				if component[d] != c {
 					l = max(l, levelOf(component[d])+1)
 				}
@@ -428,8 +458,8 @@ func (s *selector) groups() [][]*node {
 		return l
 	}
 	var groups [][]*node
-	for _, n := range moved {
-		l := levelOf(component[n])
+	for i, n := range moved {
+		l := int(levelOf(component[i]))
 		for len(groups) <= l {
 			groups = append(groups, nil)
 		}
@@ -440,47 +470,53 @@ func (s *selector) groups() [][]*node {
 }
 
 // stronglyConnected numbers the strongly connected components of the graph
-// given by deps (Tarjan's algorithm), so that ownership cycles are found.
-func stronglyConnected(nodes []*node, deps func(*node) []*node) map[*node]int {
-	index := map[*node]int{}
-	low := map[*node]int{}
-	onStack := map[*node]bool{}
-	component := map[*node]int{}
-	var stack []*node
-	next, components := 0, 0
-	var visit func(n *node)
-	visit = func(n *node) {
-		index[n], low[n] = next, next
+// whose vertex v depends on deps[start[v]:start[v+1]] (Tarjan's algorithm),
+// so that ownership cycles are found. It returns each vertex's component
+// and how many there are.
+func stronglyConnected(start, deps []int32) ([]int32, int32) {
+	n := len(start) - 1
+	index := make([]int32, n)
+	for v := range index {
+		index[v] = -1
+	}
+	low := make([]int32, n)
+	onStack := make([]bool, n)
+	component := make([]int32, n)
+	var stack []int32
+	var next, components int32
+	var visit func(v int32)
+	visit = func(v int32) {
+		index[v], low[v] = next, next
 		next++
-		stack = append(stack, n)
-		onStack[n] = true
-		for _, d := range deps(n) {
-			if _, seen := index[d]; !seen {
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, d := range deps[start[v]:start[v+1]] {
+			if index[d] < 0 {
 				visit(d)
-				low[n] = min(low[n], low[d])
+				low[v] = min(low[v], low[d])
 			} else if onStack[d] {
-				low[n] = min(low[n], index[d])
+				low[v] = min(low[v], index[d])
 			}
 		}
-		if low[n] == index[n] {
+		if low[v] == index[v] {
 			for {
 				m := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
 				onStack[m] = false
 				component[m] = components
-				if m == n {
+				if m == v {
 					break
 				}
 			}
 			components++
 		}
 	}
-	for _, n := range nodes {
-		if _, seen := index[n]; !seen {
-			visit(n)
+	for v := range n {
+		if index[v] < 0 {
+			visit(int32(v))
 		}
 	}
-	return component
+	return component, components
 }
 
 func (s *selector) plan() *Plan {
