@@ -24,7 +24,8 @@ import (
 )
 
 // planHeapProfile, when set, names a file the memory test writes a heap
-// profile to while the plan of the largest fleet is alive, for
+// profile to while the plan of the largest fleet is alive (and, with
+// ".graph" appended, one while its graph is built), for
 // `go tool pprof -top -sample_index=inuse_space`.
 var planHeapProfile = flag.String("plan-heap-profile", "", "write a heap profile of the largest fleet's plan to this file")
 
@@ -99,6 +100,9 @@ func measurePlan(t testing.TB, clusters int, profile string) planMemory {
 		t.Fatalf("building the fleet: %v", err)
 	}
 	m.graph = liveHeap() - before
+	if profile != "" {
+		writeHeapProfile(t, profile+".graph")
+	}
 
 	allocatedBefore := totalAllocated()
 	stop := samplePeakHeap()
@@ -164,6 +168,21 @@ func TestThePlanOfAFleetKeepsLittlePerObject(t *testing.T) {
 			perObject(m.planAllocated, m.objects), perObject(m.planPeak, m.objects))
 		if want := n*graphtest.ObjectsPerCluster + graphtest.SharedObjects; m.objects != want {
 			t.Errorf("N=%d: the fleet has %d objects, want %d", n, m.objects, want)
+		}
+		// Bounds with some room above what this measures (560, 295 and 649
+		// bytes at N=1,000; 678, 326 and 2,085 before issue #18), so that
+		// a regression shows and the Go runtime's changes do not.
+		for _, b := range []struct {
+			what         string
+			bytes, bound int64
+		}{
+			{"the graph holds", m.graph, 640},
+			{"the plan alone holds", m.plan, 350},
+			{"computing the plan allocates", m.planAllocated, 900},
+		} {
+			if got := perObject(b.bytes, m.objects); got > b.bound {
+				t.Errorf("N=%d: %s %d bytes per object, want at most %d", n, b.what, got, b.bound)
+			}
 		}
 	}
 }
