@@ -254,22 +254,23 @@ func (f *fleet) cluster(i int) {
 	}
 	cluster := f.emit(&object{gvk: Cluster, namespace: f.namespace, name: name,
 		labels: map[string]string{"cni": "loop", HalfLabel: []string{"a", "b"}[i%2]}, spec: clusterSpec})
-	owned := func(owner *object, controller bool) []metav1.OwnerReference {
-		return []metav1.OwnerReference{owner.ref(controller)}
-	}
+	// Controllers own what they create with a controller reference;
+	// Clusters own the rest with a plain one.
+	controlledBy := func(owner *object) []metav1.OwnerReference { return []metav1.OwnerReference{owner.ref(true)} }
+	ownedBy := func(owner *object) []metav1.OwnerReference { return []metav1.OwnerReference{owner.ref(false)} }
 	emit := func(gvk schema.GroupVersionKind, name string, owners []metav1.OwnerReference) *object {
 		return f.emit(&object{gvk: gvk, namespace: f.namespace, name: name, owners: owners, labels: labels})
 	}
 
-	emit(LoopCluster, name+"-x7k2p", owned(cluster, true))
-	kcp := emit(KubeadmControlPlane, name+"-cp-q9f4w", owned(cluster, true))
-	emit(LoopMachineTemplate, name+"-cp-h2m8s", owned(cluster, false))
+	emit(LoopCluster, name+"-x7k2p", controlledBy(cluster))
+	kcp := emit(KubeadmControlPlane, name+"-cp-q9f4w", controlledBy(cluster))
+	emit(LoopMachineTemplate, name+"-cp-h2m8s", ownedBy(cluster))
 	var firstLoopMachine *object
 	machine := func(base string, owner *object) {
-		m := emit(Machine, base, owned(owner, true))
-		config := emit(KubeadmConfig, base, owned(m, true))
-		lm := emit(LoopMachine, base, owned(m, true))
-		emit(Secret, base, owned(config, true))
+		m := emit(Machine, base, controlledBy(owner))
+		config := emit(KubeadmConfig, base, controlledBy(m))
+		lm := emit(LoopMachine, base, controlledBy(m))
+		emit(Secret, base, controlledBy(config))
 		if firstLoopMachine == nil {
 			firstLoopMachine = lm
 		}
@@ -278,26 +279,26 @@ func (f *fleet) cluster(i int) {
 		machine(fmt.Sprintf("%s-cp-q9f4w-%05d", name, j), kcp)
 	}
 	for _, purpose := range []string{"kubeconfig", "ca", "etcd", "sa", "proxy"} {
-		emit(Secret, name+"-"+purpose, owned(kcp, true))
+		emit(Secret, name+"-"+purpose, controlledBy(kcp))
 	}
 
-	md := emit(MachineDeployment, name+"-md-0", owned(cluster, false))
-	emit(LoopMachineTemplate, name+"-md-0-t5v8n", owned(cluster, false))
-	emit(KubeadmConfigTemplate, name+"-md-0-b3r6c", owned(cluster, false))
-	ms := emit(MachineSet, name+"-md-0-6d8f9", owned(md, true))
+	md := emit(MachineDeployment, name+"-md-0", ownedBy(cluster))
+	emit(LoopMachineTemplate, name+"-md-0-t5v8n", ownedBy(cluster))
+	emit(KubeadmConfigTemplate, name+"-md-0-b3r6c", ownedBy(cluster))
+	ms := emit(MachineSet, name+"-md-0-6d8f9", controlledBy(md))
 	for j := range 3 {
 		machine(fmt.Sprintf("%s-md-0-6d8f9-%05d", name, j), ms)
 	}
-	emit(MachineHealthCheck, name+"-mhc", owned(cluster, false))
+	emit(MachineHealthCheck, name+"-mhc", ownedBy(cluster))
 
-	pool := emit(MachinePool, name+"-mp-0", owned(cluster, false))
-	poolConfig := emit(KubeadmConfig, name+"-mp-0-k4d7z", owned(pool, true))
-	emit(LoopMachinePool, name+"-mp-0", owned(pool, true))
-	emit(Secret, name+"-mp-0-k4d7z", owned(poolConfig, true))
+	pool := emit(MachinePool, name+"-mp-0", ownedBy(cluster))
+	poolConfig := emit(KubeadmConfig, name+"-mp-0-k4d7z", controlledBy(pool))
+	emit(LoopMachinePool, name+"-mp-0", controlledBy(pool))
+	emit(Secret, name+"-mp-0-k4d7z", controlledBy(poolConfig))
 
-	claim := emit(IPAddressClaim, firstLoopMachine.name, owned(firstLoopMachine, true))
-	emit(IPAddress, firstLoopMachine.name, owned(claim, true))
+	claim := emit(IPAddressClaim, firstLoopMachine.name, controlledBy(firstLoopMachine))
+	emit(IPAddress, firstLoopMachine.name, controlledBy(claim))
 
 	f.emit(&object{gvk: ClusterResourceSetBind, namespace: f.namespace, name: name,
-		owners: owned(cluster, false), spec: map[string]any{"clusterName": name}})
+		owners: ownedBy(cluster), spec: map[string]any{"clusterName": name}})
 }
