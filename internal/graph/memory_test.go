@@ -169,7 +169,7 @@ func TestThePlanOfAFleetKeepsLittlePerObject(t *testing.T) {
 		if want := n*graphtest.ObjectsPerCluster + graphtest.SharedObjects; m.objects != want {
 			t.Errorf("N=%d: the fleet has %d objects, want %d", n, m.objects, want)
 		}
-		// Bounds with some room above what this measures (560, 295 and 649
+		// Bounds with some room above what this measures (560, 295 and 611
 		// bytes at N=1,000; 678, 326 and 2,085 before issue #18), so that
 		// a regression shows and the Go runtime's changes do not.
 		for _, b := range []struct {

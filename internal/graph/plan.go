@@ -520,9 +520,14 @@ func stronglyConnected(start, deps []int32) ([]int32, int32) {
 }
 
 func (s *selector) plan() *Plan {
-	p := &Plan{types: s.g.types, byUID: map[types.UID]*Object{}}
+	groups := s.groups()
+	moved := 0
+	for _, group := range groups {
+		moved += len(group)
+	}
+	p := &Plan{types: s.g.types, byUID: make(map[types.UID]*Object, moved)}
 
-	for i, group := range s.groups() {
+	for i, group := range groups {
 		objects := make([]*Object, 0, len(group))
 		for _, n := range group {
 			o := &Object{
@@ -652,7 +657,10 @@ func (p *Plan) Object(uid types.UID) (*Object, bool) {
 
 // Objects returns every moved object, in creation order.
 func (p *Plan) Objects() []*Object {
-	var out []*Object
+	if p.Len() == 0 {
+		return nil
+	}
+	out := make([]*Object, 0, p.Len())
 	for _, g := range p.Groups {
 		out = append(out, g...)
 	}
@@ -711,7 +719,11 @@ func (p *Plan) Validate() error {
 // computation made them: a plan read back from where a move recorded it.
 // It knows no kinds, exclusions or warnings.
 func NewPlan(groups [][]*Object) *Plan {
-	p := &Plan{Groups: groups, byUID: map[types.UID]*Object{}}
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	p := &Plan{Groups: groups, byUID: make(map[types.UID]*Object, n)}
 	for _, g := range groups {
 		for _, o := range g {
 			p.byUID[o.UID] = o
