@@ -193,9 +193,9 @@ const maxStatusPlan = 64 << 10
 
 // TestTheStatusPlanOfAThousandClustersStaysUnder64KiB plans a fleet of a
 // thousand workload clusters where every reason to leave an object behind
-// and every warning occurs once per cluster, under names of the longest
-// length the API allows, with half the clusters left out by the selector,
-// and checks that the plan the MoveOperation's status reports stays small:
+// and every warning occurs once per cluster, under names near the longest
+// the API allows (about 235 of 253 characters), with half the clusters left
+// out by the selector, and checks that the plan the MoveOperation's status reports stays small:
 // every list capped, with a count of what was left out.
 func TestTheStatusPlanOfAThousandClustersStaysUnder64KiB(t *testing.T) {
 	if testing.Short() {
