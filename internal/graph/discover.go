@@ -198,10 +198,10 @@ func discoverExternalClusterClasses(ctx context.Context, c client.Reader, g *Gra
 	}
 	seen := map[objectKey]bool{}
 	for _, n := range g.sortedNodes() {
-		if !n.isCluster() || n.classRef == nil || !g.inScope(n) || g.namespaces[n.classRef.namespace] || seen[*n.classRef] {
+		if !n.isCluster() || n.spec().classRef == nil || !g.inScope(n) || g.namespaces[n.spec().classRef.namespace] || seen[*n.spec().classRef] {
 			continue
 		}
-		key := *n.classRef
+		key := *n.spec().classRef
 		seen[key] = true
 		class := &unstructured.Unstructured{}
 		class.SetGroupVersionKind(classType.GVK)

@@ -33,13 +33,16 @@ type Graph struct {
 	warnings []string
 	// linkWarnings are found by link, and replaced on every link.
 	linkWarnings []string
+	// interned holds one copy of each string that repeats across objects
+	// (namespaces, owner groups and kinds): decoded objects carry a copy
+	// each, and a fleet of tens of thousands of objects names a few dozen.
+	interned map[string]string
 }
 
+// node is one object of the graph. Its fields are ordered so that it fits
+// a smaller allocation size class: a graph holds one per object of the fleet.
 type node struct {
 	ref ObjectRef
-	// observed is false for a virtual node: an owner known only from an
-	// ownerReference, whose object was not read.
-	observed bool
 	// namesake, on a virtual node, is the object read with the owner's kind,
 	// namespace and name but another UID: the reference names an object
 	// that was deleted and created again.
@@ -52,7 +55,13 @@ type node struct {
 	softOwners []*node // owners by naming convention or by reference
 	children   []*node // hard and soft dependents
 	tenants    []*node // hierarchy roots whose hierarchy holds this node
-	visited    int     // stamp for walks, to avoid allocating a set per walk
+	// mark is scratch for one computation, zero between them: a walk's
+	// stamp (linkTenants), or the node's position in a list (groups), so
+	// that walks over a fleet index slices instead of maps keyed by node.
+	mark int32
+	// observed is false for a virtual node: an owner known only from an
+	// ownerReference, whose object was not read.
+	observed bool
 }
 
 func (n *node) global() bool { return n.observed && n.typ != nil && !n.typ.Namespaced }
@@ -71,6 +80,7 @@ func New(ts *Types, namespaces []string) *Graph {
 		listedAll: map[schema.GroupKind]bool{},
 		listedIn:  map[schema.GroupKind]map[string]bool{},
 		nodes:     map[types.UID]*node{},
+		interned:  map[string]string{},
 	}
 	if len(namespaces) > 0 {
 		g.namespaces = map[string]bool{}
@@ -126,13 +136,28 @@ func (g *Graph) Add(obj client.Object) error {
 	if obj.GetUID() == "" {
 		return fmt.Errorf("adding %s %s/%s to the move graph: object has no UID", KindString(gvk.GroupKind()), obj.GetNamespace(), obj.GetName())
 	}
+	ref := refOf(obj, typ.GVK)
+	ref.Namespace = g.intern(ref.Namespace)
 	g.nodes[obj.GetUID()] = &node{
-		ref:      refOf(obj, typ.GVK),
+		ref:      ref,
 		observed: true,
 		typ:      typ,
-		facts:    factsOf(obj, typ.GVK.GroupKind()),
+		facts:    factsOf(obj, typ.GVK.GroupKind(), g.intern),
 	}
 	return nil
+}
+
+// intern returns the graph's copy of s, so that a string every object
+// repeats is held once.
+func (g *Graph) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if held, ok := g.interned[s]; ok {
+		return held
+	}
+	g.interned[s] = s
+	return s
 }
 
 // MarkListed records that every object of a kind in a namespace ("" for
@@ -190,9 +215,12 @@ func (g *Graph) link() []*node {
 	g.unlink()
 	// Indexed before the virtual owners are added: only objects that were
 	// read are found by kind, namespace and name.
+	keyed := g.keyedKinds()
 	byKey := map[objectKey]*node{}
 	for _, n := range g.nodes {
-		byKey[objectKey{gk: n.ref.GroupKind(), namespace: n.ref.Namespace, name: n.ref.Name}] = n
+		if keyed[n.ref.GroupKind()] {
+			byKey[objectKey{gk: n.ref.GroupKind(), namespace: n.ref.Namespace, name: n.ref.Name}] = n
+		}
 	}
 	g.linkOwnerReferences(byKey)
 	nodes := g.sortedNodes()
@@ -209,6 +237,26 @@ func (g *Graph) link() []*node {
 	return nodes
 }
 
+// keyedKinds returns the kinds whose objects link looks up by kind,
+// namespace and name: Clusters and ClusterClasses, the kinds ClusterClasses
+// reference as templates, and the kinds of owners that were not read (to
+// find an object of the owner's name). Indexing only those keeps the index
+// to a few entries per workload cluster, not one per object.
+func (g *Graph) keyedKinds() map[schema.GroupKind]bool {
+	kinds := map[schema.GroupKind]bool{ClusterGroupKind: true, ClusterClassGroupKind: true}
+	for _, n := range g.nodes {
+		for _, key := range n.spec().templateRefs {
+			kinds[key.gk] = true
+		}
+		for _, ref := range n.facts.owners {
+			if _, read := g.nodes[ref.uid]; !read {
+				kinds[ref.groupKind()] = true
+			}
+		}
+	}
+	return kinds
+}
+
 // unlink drops the virtual nodes, edges and warnings of a previous link.
 func (g *Graph) unlink() {
 	g.linkWarnings = nil
@@ -217,7 +265,7 @@ func (g *Graph) unlink() {
 			delete(g.nodes, uid)
 			continue
 		}
-		n.owners, n.softOwners, n.children, n.tenants, n.visited = nil, nil, nil, nil, 0
+		n.owners, n.softOwners, n.children, n.tenants, n.mark = nil, nil, nil, nil, 0
 	}
 }
 
@@ -230,11 +278,15 @@ func (g *Graph) linkOwnerReferences(byKey map[objectKey]*node) {
 		observed = append(observed, n)
 	}
 	for _, n := range observed {
-		for _, ref := range n.facts.owners {
+		for i, ref := range n.facts.owners {
 			owner, ok := g.nodes[ref.uid]
 			if !ok {
 				owner = g.addVirtualOwner(n, ref, byKey)
 			}
+			// The reference's UID and name are the owner's own, in another
+			// copy decoded with every dependent: holding the owner's copy
+			// frees them.
+			n.facts.owners[i].uid, n.facts.owners[i].name = owner.ref.UID, owner.ref.Name
 			if !slices.Contains(n.owners, owner) {
 				n.owners = append(n.owners, owner)
 			}
@@ -272,19 +324,19 @@ func (g *Graph) linkSoftOwners(nodes []*node, byKey map[objectKey]*node) {
 		case SecretGroupKind:
 			linkClusterSecret(n, byKey)
 		case ClusterGroupKind:
-			if n.classRef == nil {
+			if n.spec().classRef == nil {
 				continue
 			}
-			if class, ok := byKey[*n.classRef]; ok {
+			if class, ok := byKey[*n.spec().classRef]; ok {
 				addSoftOwner(n, class)
 			} else {
-				g.linkWarn("%s uses %s, which does not exist", n.ref, n.classRef)
+				g.linkWarn("%s uses %s, which does not exist", n.ref, n.spec().classRef)
 			}
 		case ClusterResourceSetBindingGroupKind:
-			if n.bindingCluster == "" {
+			if n.spec().bindingCluster == "" {
 				continue
 			}
-			if cluster, ok := byKey[objectKey{gk: ClusterGroupKind, namespace: n.ref.Namespace, name: n.bindingCluster}]; ok {
+			if cluster, ok := byKey[objectKey{gk: ClusterGroupKind, namespace: n.ref.Namespace, name: n.spec().bindingCluster}]; ok {
 				addSoftOwner(n, cluster)
 			}
 		case ClusterClassGroupKind:
@@ -325,7 +377,7 @@ func linkClusterSecret(n *node, byKey map[objectKey]*node) {
 // even when the ClusterClass controller has not (yet) made itself their
 // owner.
 func (g *Graph) linkClusterClassTemplates(class *node, byKey map[objectKey]*node) {
-	for _, key := range class.templateRefs {
+	for _, key := range class.spec().templateRefs {
 		if template, ok := byKey[key]; ok {
 			addSoftOwner(template, class)
 		} else if _, known := g.types.Lookup(key.gk); !known {
@@ -340,27 +392,27 @@ func (g *Graph) linkClusterClassTemplates(class *node, byKey map[objectKey]*node
 // reachable from the root through its dependents. The stamp stops the walk
 // on ownership cycles, which the API server does not reject.
 func linkTenants(nodes []*node) {
-	stamp := 0
+	var stamp int32
 	for _, root := range nodes {
 		if !root.isRoot() {
 			continue
 		}
 		stamp++
 		stack := []*node{root}
-		root.visited = stamp
+		root.mark = stamp
 		for len(stack) > 0 {
 			n := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			n.tenants = append(n.tenants, root)
 			for _, child := range n.children {
-				if child.visited != stamp {
-					child.visited = stamp
+				if child.mark != stamp {
+					child.mark = stamp
 					stack = append(stack, child)
 				}
 			}
 		}
 	}
 	for _, n := range nodes {
-		n.visited = 0
+		n.mark = 0
 	}
 }

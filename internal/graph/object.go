@@ -39,12 +39,50 @@ func (r ObjectRef) String() string {
 }
 
 func compareRefs(a, b ObjectRef) int {
+	if c := compareKinds(a.GroupKind(), b.GroupKind()); c != 0 {
+		return c
+	}
 	return cmp.Or(
-		cmp.Compare(KindString(a.GroupKind()), KindString(b.GroupKind())),
 		cmp.Compare(a.Namespace, b.Namespace),
 		cmp.Compare(a.Name, b.Name),
 		cmp.Compare(a.UID, b.UID),
 	)
+}
+
+// compareKinds orders kinds as their KindStrings sort, without building the
+// strings: sorting a fleet's objects compares kinds about a million times,
+// and building two strings each time was most of what planning allocated.
+func compareKinds(a, b schema.GroupKind) int {
+	if a == b {
+		return 0
+	}
+	as, bs := kindStringParts(a), kindStringParts(b)
+	na, nb := len(as[0])+len(as[1])+len(as[2]), len(bs[0])+len(bs[1])+len(bs[2])
+	for i := range min(na, nb) {
+		if c := cmp.Compare(byteAt(as, i), byteAt(bs, i)); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(na, nb)
+}
+
+// kindStringParts returns the parts KindString joins.
+func kindStringParts(gk schema.GroupKind) [3]string {
+	if gk.Group == "" {
+		return [3]string{gk.Kind}
+	}
+	return [3]string{gk.Kind, ".", gk.Group}
+}
+
+// byteAt returns the i-th byte of the parts joined.
+func byteAt(parts [3]string, i int) byte {
+	for _, p := range parts {
+		if i < len(p) {
+			return p[i]
+		}
+		i -= len(p)
+	}
+	panic("byteAt: index out of range")
 }
 
 // objectKey identifies an object by group, kind, namespace and name: how
@@ -60,21 +98,21 @@ func (k objectKey) String() string {
 	return ObjectRef{GVK: k.gk.WithVersion(""), Namespace: k.namespace, Name: k.name}.String()
 }
 
-// ownerRef is one metadata.ownerReferences entry, as written on the object.
+// ownerRef is one metadata.ownerReferences entry: the owner's UID, name and
+// group and kind (the version does not matter to ownership). The group and
+// kind are interned: every object of a fleet names one of a few owner kinds.
 type ownerRef struct {
-	uid        types.UID
-	apiVersion string
-	kind       string
-	name       string
+	uid  types.UID
+	gk   schema.GroupKind
+	name string
 }
 
-func (o ownerRef) groupKind() schema.GroupKind {
-	gv, _ := schema.ParseGroupVersion(o.apiVersion)
-	return schema.GroupKind{Group: gv.Group, Kind: o.kind}
-}
+func (o ownerRef) groupKind() schema.GroupKind { return o.gk }
 
 // facts is what the rules need to know about one object: all that is kept of
 // it once read, so that the graph stays small however large the objects are.
+// The booleans sit together so that they share one word: a graph holds
+// tens of thousands of facts.
 type facts struct {
 	owners         []ownerRef
 	moveLabel      bool
@@ -82,15 +120,23 @@ type facts struct {
 	blockMove      bool
 	deleting       bool
 	finalizers     bool
+	// paused is only for Clusters and ClusterClasses.
+	paused bool
 	// resourceVersion is the version read, so that a write planned from
 	// these facts can insist on finding the object as it was.
 	resourceVersion string
+	pausedBy        string
 
-	// Only for Clusters (selection and pause) and ClusterClasses (pause).
-	labels   map[string]string
-	paused   bool
-	pausedBy string
+	// refs is nil but for the few kinds whose spec the rules read.
+	refs *specFacts
+}
 
+// specFacts are the facts only Clusters, ClusterClasses and
+// ClusterResourceSetBindings have. They are held apart so that the other
+// objects, nearly all of a fleet, do not carry room for them.
+type specFacts struct {
+	// labels of a Cluster, for the cluster selector.
+	labels map[string]string
 	// classRef is the ClusterClass a Cluster's topology uses.
 	classRef *objectKey
 	// templateRefs are the templates a ClusterClass references.
@@ -99,14 +145,35 @@ type facts struct {
 	bindingCluster string
 }
 
+// noSpecFacts stands for the spec facts of the kinds that have none.
+var noSpecFacts = &specFacts{}
+
+// spec returns the spec facts of an object; empty for the kinds that have
+// none.
+func (f *facts) spec() *specFacts {
+	if f.refs == nil {
+		return noSpecFacts
+	}
+	return f.refs
+}
+
 // factsOf reads the facts the rules need from an object. Spec fields are read
 // only from unstructured objects of the kinds that need them (discovery reads
 // every other kind as metadata only), at either the v1beta2 or the v1beta1
 // field paths, so that the rules hold whichever is the storage version.
-func factsOf(obj client.Object, gk schema.GroupKind) facts {
+// Strings that repeat across objects go through intern.
+func factsOf(obj client.Object, gk schema.GroupKind, intern func(string) string) facts {
 	f := facts{}
-	for _, ref := range obj.GetOwnerReferences() {
-		f.owners = append(f.owners, ownerRef{uid: ref.UID, apiVersion: ref.APIVersion, kind: ref.Kind, name: ref.Name})
+	if refs := obj.GetOwnerReferences(); len(refs) > 0 {
+		f.owners = make([]ownerRef, 0, len(refs))
+		for _, ref := range refs {
+			gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+			f.owners = append(f.owners, ownerRef{
+				uid:  ref.UID,
+				gk:   schema.GroupKind{Group: intern(gv.Group), Kind: intern(ref.Kind)},
+				name: ref.Name,
+			})
+		}
 	}
 	labels := obj.GetLabels()
 	_, f.moveLabel = labels[MoveLabel]
@@ -122,21 +189,22 @@ func factsOf(obj client.Object, gk schema.GroupKind) facts {
 	u, _ := obj.(*unstructured.Unstructured)
 	switch gk {
 	case ClusterGroupKind:
-		f.labels = labels
+		f.refs = &specFacts{labels: labels}
 		f.paused = pausedAnnotation
 		if u != nil {
 			paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
 			f.paused = f.paused || paused
-			f.classRef = clusterClassRef(u)
+			f.refs.classRef = clusterClassRef(u)
 		}
 	case ClusterClassGroupKind:
 		f.paused = pausedAnnotation
 		if u != nil {
-			f.templateRefs = templateRefs(u)
+			f.refs = &specFacts{templateRefs: templateRefs(u)}
 		}
 	case ClusterResourceSetBindingGroupKind:
 		if u != nil {
-			f.bindingCluster, _, _ = unstructured.NestedString(u.Object, "spec", "clusterName")
+			f.refs = &specFacts{}
+			f.refs.bindingCluster, _, _ = unstructured.NestedString(u.Object, "spec", "clusterName")
 		}
 	}
 	return f

@@ -22,13 +22,17 @@ type Selection struct {
 	ClusterSelector labels.Selector
 }
 
-// Object is one object the move copies.
+// Object is one object the move copies. A move holds one per object of the
+// fleet from Validating to Done: the booleans sit together after the
+// strings so that they share one word.
 type Object struct {
 	ObjectRef
 	// Group is the index of the creation group the object belongs to: it is
 	// created after every object it depends on, which are in earlier groups
 	// (or, for members of an ownership cycle, in the same one).
 	Group int
+	// KeepReason says why Delete is false, for the plan and the logs.
+	KeepReason string
 	// Global is true for cluster-scoped objects.
 	Global bool
 	// InGlobalHierarchy is true for objects owned, directly or not, by a
@@ -41,8 +45,6 @@ type Object struct {
 	// for objects outside the moved namespaces, and for shared objects that
 	// something staying in the source still needs.
 	Delete bool
-	// KeepReason says why Delete is false, for the plan and the logs.
-	KeepReason string
 	// FoundInTarget is true for an object that was in the target already
 	// when the move recorded its plan: a global object (or one of its
 	// hierarchy) the target has, or the copy an earlier move made. It is
@@ -54,15 +56,15 @@ type Object struct {
 	// Paused is true for a Cluster (spec.paused or the paused annotation) or
 	// ClusterClass (the paused annotation) that is paused.
 	Paused bool
-	// PausedBy is the value of the paused-by annotation: the operation that
-	// paused it, if one did.
-	PausedBy string
 	// BlockMove is true while the object carries the block-move annotation.
 	BlockMove bool
 	// Deleting is true when the object has a deletionTimestamp.
 	Deleting bool
 	// Finalizers is true when the object had finalizers.
 	Finalizers bool
+	// PausedBy is the value of the paused-by annotation: the operation that
+	// paused it, if one did.
+	PausedBy string
 	// ResourceVersion is the object's resourceVersion when it was read.
 	ResourceVersion string
 }
@@ -172,7 +174,7 @@ func (s *selector) warn(format string, args ...any) {
 func (s *selector) selectRoots() {
 	for _, n := range s.nodes {
 		if n.observed && n.isCluster() && s.g.inScope(n) &&
-			(s.sel.ClusterSelector == nil || s.sel.ClusterSelector.Matches(labels.Set(n.labels))) {
+			(s.sel.ClusterSelector == nil || s.sel.ClusterSelector.Matches(labels.Set(n.spec().labels))) {
 			s.selectedClusters[n] = true
 		}
 	}
@@ -391,32 +393,62 @@ func (s *selector) groups() [][]*node {
 			moved = append(moved, n)
 		}
 	}
-	deps := func(n *node) []*node {
-		var out []*node
-		for _, o := range slices.Concat(n.owners, n.softOwners) {
-			if s.moved[o] {
-				out = append(out, o)
+	// Each moved node's position in moved is its mark for the time of this
+	// computation, so that the graph below is slices of positions: maps
+	// keyed by node were most of what planning a fleet allocated.
+	for i, n := range moved {
+		n.mark = int32(i)
+	}
+	defer func() {
+		for _, n := range moved {
+			n.mark = 0
+		}
+	}()
+	// What moved[i] depends on (its moved owners and soft owners) is
+	// deps[start[i]:start[i+1]].
+	start := make([]int32, len(moved)+1)
+	deps := make([]int32, 0, len(moved))
+	for i, n := range moved {
+		for _, owners := range [][]*node{n.owners, n.softOwners} {
+			for _, o := range owners {
+				if s.moved[o] {
+					deps = append(deps, o.mark)
+				}
 			}
 		}
-		return out
+		start[i+1] = int32(len(deps))
 	}
-	component := stronglyConnected(moved, deps)
+	component, components := stronglyConnected(start, deps)
+
+	// The members of each component, by position: members[first[c]:first[c+1]].
+	first := make([]int32, components+1)
+	for _, c := range component {
+		first[c+1]++
+	}
+	for c := range components {
+		first[c+1] += first[c]
+	}
+	members := make([]int32, len(moved))
+	next := slices.Clone(first[:components])
+	for v, c := range component {
+		members[next[c]] = int32(v)
+		next[c]++
+	}
 
 	// The level of a component is one more than the highest level of the
 	// components it depends on.
-	level := map[int]int{}
-	var levelOf func(c int) int
-	members := map[int][]*node{}
-	for _, n := range moved {
-		members[component[n]] = append(members[component[n]], n)
+	level := make([]int32, components)
+	for c := range level {
+		level[c] = -1
 	}
-	levelOf = func(c int) int {
-		if l, ok := level[c]; ok {
-			return l
+	var levelOf func(c int32) int32
+	levelOf = func(c int32) int32 {
+		if level[c] >= 0 {
+			return level[c]
 		}
-		l := 0
-		for _, n := range members[c] {
-			for _, d := range deps(n) {
+		var l int32
+		for _, v := range members[first[c]:first[c+1]] {
+			for _, d := range deps[start[v]:start[v+1]] {
 				if component[d] != c {
 					l = max(l, levelOf(component[d])+1)
 				}
@@ -426,8 +458,8 @@ func (s *selector) groups() [][]*node {
 		return l
 	}
 	var groups [][]*node
-	for _, n := range moved {
-		l := levelOf(component[n])
+	for i, n := range moved {
+		l := int(levelOf(component[i]))
 		for len(groups) <= l {
 			groups = append(groups, nil)
 		}
@@ -438,53 +470,64 @@ func (s *selector) groups() [][]*node {
 }
 
 // stronglyConnected numbers the strongly connected components of the graph
-// given by deps (Tarjan's algorithm), so that ownership cycles are found.
-func stronglyConnected(nodes []*node, deps func(*node) []*node) map[*node]int {
-	index := map[*node]int{}
-	low := map[*node]int{}
-	onStack := map[*node]bool{}
-	component := map[*node]int{}
-	var stack []*node
-	next, components := 0, 0
-	var visit func(n *node)
-	visit = func(n *node) {
-		index[n], low[n] = next, next
+// whose vertex v depends on deps[start[v]:start[v+1]] (Tarjan's algorithm),
+// so that ownership cycles are found. It returns each vertex's component
+// and how many there are.
+func stronglyConnected(start, deps []int32) ([]int32, int32) {
+	n := len(start) - 1
+	index := make([]int32, n)
+	for v := range index {
+		index[v] = -1
+	}
+	low := make([]int32, n)
+	onStack := make([]bool, n)
+	component := make([]int32, n)
+	var stack []int32
+	var next, components int32
+	var visit func(v int32)
+	visit = func(v int32) {
+		index[v], low[v] = next, next
 		next++
-		stack = append(stack, n)
-		onStack[n] = true
-		for _, d := range deps(n) {
-			if _, seen := index[d]; !seen {
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, d := range deps[start[v]:start[v+1]] {
+			if index[d] < 0 {
 				visit(d)
-				low[n] = min(low[n], low[d])
+				low[v] = min(low[v], low[d])
 			} else if onStack[d] {
-				low[n] = min(low[n], index[d])
+				low[v] = min(low[v], index[d])
 			}
 		}
-		if low[n] == index[n] {
+		if low[v] == index[v] {
 			for {
 				m := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
 				onStack[m] = false
 				component[m] = components
-				if m == n {
+				if m == v {
 					break
 				}
 			}
 			components++
 		}
 	}
-	for _, n := range nodes {
-		if _, seen := index[n]; !seen {
-			visit(n)
+	for v := range n {
+		if index[v] < 0 {
+			visit(int32(v))
 		}
 	}
-	return component
+	return component, components
 }
 
 func (s *selector) plan() *Plan {
-	p := &Plan{types: s.g.types, byUID: map[types.UID]*Object{}}
+	groups := s.groups()
+	moved := 0
+	for _, group := range groups {
+		moved += len(group)
+	}
+	p := &Plan{types: s.g.types, byUID: make(map[types.UID]*Object, moved)}
 
-	for i, group := range s.groups() {
+	for i, group := range groups {
 		objects := make([]*Object, 0, len(group))
 		for _, n := range group {
 			o := &Object{
@@ -614,7 +657,10 @@ func (p *Plan) Object(uid types.UID) (*Object, bool) {
 
 // Objects returns every moved object, in creation order.
 func (p *Plan) Objects() []*Object {
-	var out []*Object
+	if p.Len() == 0 {
+		return nil
+	}
+	out := make([]*Object, 0, p.Len())
 	for _, g := range p.Groups {
 		out = append(out, g...)
 	}
@@ -673,7 +719,11 @@ func (p *Plan) Validate() error {
 // computation made them: a plan read back from where a move recorded it.
 // It knows no kinds, exclusions or warnings.
 func NewPlan(groups [][]*Object) *Plan {
-	p := &Plan{Groups: groups, byUID: map[types.UID]*Object{}}
+	n := 0
+	for _, g := range groups {
+		n += len(g)
+	}
+	p := &Plan{Groups: groups, byUID: make(map[types.UID]*Object, n)}
 	for _, g := range groups {
 		for _, o := range g {
 			p.byUID[o.UID] = o
@@ -733,13 +783,15 @@ type KindCount struct {
 
 // Kinds counts the moved objects per kind, sorted by kind.
 func (p *Plan) Kinds() []KindCount {
-	counts := map[string]int{}
+	// Counted by GroupKind, and named once per kind: naming every object's
+	// kind would build a string per object of the fleet.
+	counts := map[schema.GroupKind]int{}
 	for _, o := range p.byUID {
-		counts[KindString(o.GroupKind())]++
+		counts[o.GroupKind()]++
 	}
 	out := make([]KindCount, 0, len(counts))
-	for k, c := range counts {
-		out = append(out, KindCount{Kind: k, Count: c})
+	for gk, c := range counts {
+		out = append(out, KindCount{Kind: KindString(gk), Count: c})
 	}
 	slices.SortFunc(out, func(a, b KindCount) int { return cmp.Compare(a.Kind, b.Kind) })
 	return out

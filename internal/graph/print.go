@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
@@ -31,18 +32,35 @@ func (p *Plan) Summary() *movev1.MovePlan {
 		warnings = append(slices.Clone(warnings[:maxStatusWarnings-1]),
 			fmt.Sprintf("and %d more warnings", len(p.Warnings)-(maxStatusWarnings-1)))
 	}
+	// Warnings are kept whole: each ends with what to do, and there are at
+	// most maxStatusWarnings of them (the status test at 1,000 clusters
+	// holds them all under 64 KiB).
 	s.Warnings = slices.Clone(warnings)
 	s.Excluded = p.exclusionCounts()
 	return s
 }
 
 // maxExcludedListed is how many objects of each exclusion reason the status
-// names; maxExclusionEntry bounds each entry, so the status stays small
-// however many objects stay behind.
+// names; maxStatusEntry bounds each entry (names may be 253 characters
+// long, and a message names two objects), so the status stays small however
+// many objects stay behind.
 const (
 	maxExcludedListed = 10
-	maxExclusionEntry = 300
+	maxStatusEntry    = 300
 )
+
+// clip shortens a status entry to maxStatusEntry bytes, on a character
+// boundary, marking the cut with "...".
+func clip(s string) string {
+	if len(s) <= maxStatusEntry {
+		return s
+	}
+	cut := maxStatusEntry - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
 
 // exclusionCounts counts the excluded objects per reason, in a fixed order
 // (what stops the move first), naming the first of each.
@@ -60,11 +78,7 @@ func (p *Plan) exclusionCounts() []movev1.ExclusionCount {
 		}
 		c.Count++
 		if len(c.Objects) < maxExcludedListed {
-			entry := fmt.Sprintf("%s: %s", e.ObjectRef, e.Message)
-			if len(entry) > maxExclusionEntry {
-				entry = entry[:maxExclusionEntry-3] + "..."
-			}
-			c.Objects = append(c.Objects, entry)
+			c.Objects = append(c.Objects, clip(fmt.Sprintf("%s: %s", e.ObjectRef, e.Message)))
 		}
 	}
 	var out []movev1.ExclusionCount

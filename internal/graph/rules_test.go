@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -950,6 +951,17 @@ func TestSummaryAndPrint(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Errorf("printed plan does not contain %q:\n%s", want, out)
 			}
+		}
+	})
+
+	t.Run("a long status entry is clipped on a character boundary", func(t *testing.T) {
+		long := strings.Repeat("é", 200) // 400 bytes
+		got := clip(long)
+		if len(got) > maxStatusEntry || !strings.HasSuffix(got, "...") || !utf8.ValidString(got) {
+			t.Errorf("clip gave %d bytes, valid UTF-8 %t, ending %q; want at most %d, valid, ending with ...", len(got), utf8.ValidString(got), got[len(got)-5:], maxStatusEntry)
+		}
+		if short := "short"; clip(short) != short {
+			t.Errorf("clip changed a short entry to %q", clip(short))
 		}
 	})
 

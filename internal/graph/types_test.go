@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -129,5 +130,22 @@ func TestTypesLookupIgnoresTheVersion(t *testing.T) {
 	}
 	if _, ok := ts.Lookup(gvkDeployment.GroupKind()); ok {
 		t.Errorf("Deployment found, but it is not a kind that moves")
+	}
+}
+
+func TestKindsCompareAsTheirKindStrings(t *testing.T) {
+	kinds := []schema.GroupKind{
+		{Kind: "Secret"}, {Kind: "ConfigMap"}, {Kind: "Foo"}, {Kind: "FooBar"},
+		{Group: "cluster.x-k8s.io", Kind: "Cluster"}, {Group: "cluster.x-k8s.io", Kind: "ClusterClass"},
+		{Group: "a", Kind: "Foo"}, {Group: "b", Kind: "Foo"}, {Group: "a-b", Kind: "Foo"}, {Group: "a", Kind: "Foo0"},
+		{Group: "infrastructure.cluster.x-k8s.io", Kind: "LoopCluster"}, {Group: "x", Kind: "Fo"},
+	}
+	for _, a := range kinds {
+		for _, b := range kinds {
+			want := strings.Compare(KindString(a), KindString(b))
+			if got := compareKinds(a, b); got != want {
+				t.Errorf("compareKinds(%s, %s) = %d, want %d as their KindStrings compare", KindString(a), KindString(b), got, want)
+			}
+		}
 	}
 }

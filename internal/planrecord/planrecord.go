@@ -136,13 +136,13 @@ func Load(ctx context.Context, c client.Reader, namespace string, operation type
 		return nil, false, nil
 	}
 	slices.SortFunc(existing, func(a, b corev1.ConfigMap) int { return partIndex(&a) - partIndex(&b) })
-	var groups [][]*graph.Object
+	r := newReader()
 	for i := range existing {
-		if err := decode(existing[i].BinaryData[chunkKey], &groups); err != nil {
+		if err := r.decode(existing[i].BinaryData[chunkKey]); err != nil {
 			return nil, false, fmt.Errorf("reading the record of the plan in ConfigMap %s/%s: %w", namespace, existing[i].Name, err)
 		}
 	}
-	return graph.NewPlan(groups), true, nil
+	return graph.NewPlan(r.groups), true, nil
 }
 
 // Exists reports whether a complete record of the MoveOperation's plan is
@@ -250,8 +250,31 @@ func compress(p part) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decode adds the objects of one part to groups, in order.
-func decode(data []byte, groups *[][]*graph.Object) error {
+// reader reads the parts of a record into the groups of one plan. The plan
+// is held for the whole move: the strings that repeat across its objects
+// (namespaces, keep reasons) are held once, not once per object as decoding
+// makes them.
+type reader struct {
+	groups   [][]*graph.Object
+	interned map[string]string
+}
+
+func newReader() *reader { return &reader{interned: map[string]string{}} }
+
+func (r *reader) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if held, ok := r.interned[s]; ok {
+		return held
+	}
+	r.interned[s] = s
+	return s
+}
+
+// decode adds the objects of one part to the groups, in order.
+func (r *reader) decode(data []byte) error {
+	groups := &r.groups
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return err
@@ -284,10 +307,10 @@ func decode(data []byte, groups *[][]*graph.Object) error {
 			*groups = append(*groups, nil)
 		}
 		(*groups)[e.Group] = append((*groups)[e.Group], &graph.Object{
-			ObjectRef:         graph.ObjectRef{GVK: gvks[e.Kind], Namespace: e.Namespace, Name: e.Name, UID: e.UID},
+			ObjectRef:         graph.ObjectRef{GVK: gvks[e.Kind], Namespace: r.intern(e.Namespace), Name: e.Name, UID: e.UID},
 			Group:             e.Group,
 			Delete:            e.Flags&flagKeep == 0,
-			KeepReason:        e.KeepReason,
+			KeepReason:        r.intern(e.KeepReason),
 			Global:            e.Flags&flagGlobal != 0,
 			InGlobalHierarchy: e.Flags&flagInGlobalHierarchy != 0,
 			FoundInTarget:     e.Flags&flagFoundInTarget != 0,

@@ -39,13 +39,13 @@ func testPlan(n int) *graph.Plan {
 
 func roundTrip(t *testing.T, parts [][]byte) *graph.Plan {
 	t.Helper()
-	var groups [][]*graph.Object
+	r := newReader()
 	for _, p := range parts {
-		if err := decode(p, &groups); err != nil {
+		if err := r.decode(p); err != nil {
 			t.Fatalf("decode: %v", err)
 		}
 	}
-	return graph.NewPlan(groups)
+	return graph.NewPlan(r.groups)
 }
 
 func TestARecordReadsBackAsThePlan(t *testing.T) {
