@@ -54,7 +54,7 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outc
 		}
 		run.bypassed = true
 	}
-	if run.pausePlan == nil {
+	if !run.paused {
 		plan, err := r.buildPlan(ctx, mo)
 		if err != nil {
 			return outcome{}, err
@@ -62,7 +62,7 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outc
 		if err := move.Pause(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
 			return outcome{}, err
 		}
-		run.pausePlan = plan
+		run.pausePlan, run.paused = plan, true
 	}
 	if !run.unblocked {
 		blockers, err := move.Blockers(ctx, r.Source, run.pausePlan)
@@ -77,7 +77,9 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outc
 			}
 			return waitFor(r.PollInterval, "waiting: "+msg), nil
 		}
-		run.unblocked = true
+		// The plan has served: Copying records its own, and a fleet's plan
+		// held for the rest of the move would add to the copy's memory.
+		run.unblocked, run.pausePlan = true, nil
 	}
 
 	// The managers first (cluster-api-operator, spec.controllers.additional).

@@ -16,7 +16,9 @@ type run struct {
 	// clusters (installing it again is harmless).
 	bypassed bool
 
-	// pausePlan is the plan ScalingDown pauses and waits on for block-move.
+	// paused is set once ScalingDown paused what moves; pausePlan is the
+	// plan it paused and waits on for block-move, dropped once unblocked.
+	paused    bool
 	pausePlan *graph.Plan
 	// unblocked is set once no object of pausePlan carries block-move.
 	unblocked bool
