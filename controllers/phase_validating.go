@@ -45,13 +45,13 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 	if err := preflight.Run(ctx, e, preflight.Checks()); err != nil {
 		return outcome{}, err
 	}
-	if e.Plan != nil {
-		// Shown even when a check fails: what the move would take and what
-		// it would leave out is what the user needs to decide.
-		mo.Status.Plan = e.Plan.Summary()
-		mo.Status.Plan.GitOps = e.GitOps
-	}
 	if o, stop := verdict(e.Findings); stop {
+		if e.Plan != nil {
+			// Shown even when a check fails: what the move would take and
+			// what it would leave out is what the user needs to decide.
+			mo.Status.Plan = e.Plan.Summary()
+			mo.Status.Plan.GitOps = e.GitOps
+		}
 		return o, nil
 	}
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,10 +34,6 @@ type Graph struct {
 	warnings []string
 	// linkWarnings are found by link, and replaced on every link.
 	linkWarnings []string
-	// interned holds one copy of each string that repeats across objects
-	// (namespaces, owner groups and kinds): decoded objects carry a copy
-	// each, and a fleet of tens of thousands of objects names a few dozen.
-	interned map[string]string
 }
 
 // node is one object of the graph. Its fields are ordered so that it fits
@@ -80,7 +77,6 @@ func New(ts *Types, namespaces []string) *Graph {
 		listedAll: map[schema.GroupKind]bool{},
 		listedIn:  map[schema.GroupKind]map[string]bool{},
 		nodes:     map[types.UID]*node{},
-		interned:  map[string]string{},
 	}
 	if len(namespaces) > 0 {
 		g.namespaces = map[string]bool{}
@@ -137,28 +133,19 @@ func (g *Graph) Add(obj client.Object) error {
 		return fmt.Errorf("adding %s %s/%s to the move graph: object has no UID", KindString(gvk.GroupKind()), obj.GetNamespace(), obj.GetName())
 	}
 	ref := refOf(obj, typ.GVK)
-	ref.Namespace = g.intern(ref.Namespace)
+	ref.Namespace = intern(ref.Namespace)
 	g.nodes[obj.GetUID()] = &node{
 		ref:      ref,
 		observed: true,
 		typ:      typ,
-		facts:    factsOf(obj, typ.GVK.GroupKind(), g.intern),
+		facts:    factsOf(obj, typ.GVK.GroupKind(), intern),
 	}
 	return nil
 }
 
-// intern returns the graph's copy of s, so that a string every object
-// repeats is held once.
-func (g *Graph) intern(s string) string {
-	if s == "" {
-		return ""
-	}
-	if held, ok := g.interned[s]; ok {
-		return held
-	}
-	g.interned[s] = s
-	return s
-}
+// intern returns the canonical copy of s (package unique), so that a
+// string every object repeats (a namespace, a kind) is held once.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // MarkListed records that every object of a kind in a namespace ("" for
 // every namespace) was read, beyond the move's own namespaces, so that an

@@ -20,6 +20,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -255,22 +256,13 @@ func compress(p part) ([]byte, error) {
 // (namespaces, keep reasons) are held once, not once per object as decoding
 // makes them.
 type reader struct {
-	groups   [][]*graph.Object
-	interned map[string]string
+	groups [][]*graph.Object
 }
 
-func newReader() *reader { return &reader{interned: map[string]string{}} }
+func newReader() *reader { return &reader{} }
 
-func (r *reader) intern(s string) string {
-	if s == "" {
-		return ""
-	}
-	if held, ok := r.interned[s]; ok {
-		return held
-	}
-	r.interned[s] = s
-	return s
-}
+// intern returns the canonical copy of s (package unique).
+func intern(s string) string { return unique.Make(s).Value() }
 
 // decode adds the objects of one part to the groups, in order.
 func (r *reader) decode(data []byte) error {
@@ -307,10 +299,10 @@ func (r *reader) decode(data []byte) error {
 			*groups = append(*groups, nil)
 		}
 		(*groups)[e.Group] = append((*groups)[e.Group], &graph.Object{
-			ObjectRef:         graph.ObjectRef{GVK: gvks[e.Kind], Namespace: r.intern(e.Namespace), Name: e.Name, UID: e.UID},
+			ObjectRef:         graph.ObjectRef{GVK: gvks[e.Kind], Namespace: intern(e.Namespace), Name: e.Name, UID: e.UID},
 			Group:             e.Group,
 			Delete:            e.Flags&flagKeep == 0,
-			KeepReason:        r.intern(e.KeepReason),
+			KeepReason:        intern(e.KeepReason),
 			Global:            e.Flags&flagGlobal != 0,
 			InGlobalHierarchy: e.Flags&flagInGlobalHierarchy != 0,
 			FoundInTarget:     e.Flags&flagFoundInTarget != 0,
