@@ -58,6 +58,7 @@ type options struct {
 	moveConcurrency         int
 	operatorDeployment      string
 	claimNamespace          string
+	pprofAddr               string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -92,6 +93,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Requests in flight to one cluster while copying, labelling or deleting objects.")
 	fs.StringVar(&o.claimNamespace, "claim-namespace", "",
 		"Namespace of the Lease that lets one MoveOperation at a time move this cluster; defaults to the leader election namespace, else the namespace the manager runs in, else \"default\".")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address to serve Go's profiles on (/debug/pprof/), to see where a large move's memory goes; empty disables it. Unauthenticated: bind it to loopback.")
 	fs.StringVar(&o.operatorDeployment, "operator-deployment", "",
 		"namespace/name of the operator's own Deployment, never scaled down even when it matches the controllers selector.")
 }
@@ -136,6 +139,7 @@ func run(opts options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "move-operator.move.cluster.x-k8s.io",
 		LeaderElectionNamespace: opts.leaderElectionNamespace,

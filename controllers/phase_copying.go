@@ -93,6 +93,10 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 		return progressed(), nil
 	}
 	if !run.verified {
+		// The copier's maps (every copied object's target UID) are not
+		// needed once the last group is copied: free them before the
+		// source is read whole again, which is the move's memory peak.
+		run.copier = nil
 		changed, err := r.movedSetChanged(ctx, mo, plan)
 		if err != nil {
 			return outcome{}, err

@@ -92,6 +92,9 @@ type options struct {
 	// profileDir, when set, receives CPU profiles of both kube-apiservers
 	// taken during every move.
 	profileDir string
+	// heapProfileDir, when set, receives the operator's heap profile at the
+	// peak of each of its moves.
+	heapProfileDir string
 }
 
 // repetitions is how many times fleets of n clusters are moved.
@@ -118,6 +121,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
+	fs.StringVar(&o.heapProfileDir, "heap-profile", "", "sample the operator's heap every 2 s during its moves and write the profile taken at the peak to this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -46,7 +46,13 @@ type result struct {
 	cpu cpuSample
 	// operator only: its peak RSS, the phases as seen by watching the
 	// MoveOperation, and the requests its own clients counted, by cluster.
-	peakRSS        uint64
+	peakRSS uint64
+	// peakHeap is the largest live heap the heap profiles showed (only
+	// with -heap-profile).
+	peakHeap uint64
+	// statusBytes is the largest the MoveOperation's status was, as JSON,
+	// over the move.
+	statusBytes    int
 	phases         []phaseSpan
 	clientRequests map[string]requestCounts
 }
@@ -64,6 +70,12 @@ func (r *result) line() string {
 		fmt.Sprintf("%.0f", r.requests["source"].total()), fmt.Sprintf("%.0f", r.requests["target"].total()))
 	if r.peakRSS > 0 {
 		s += fmt.Sprintf("  peak RSS %.0f MiB", mib(r.peakRSS))
+	}
+	if r.peakHeap > 0 {
+		s += fmt.Sprintf("  peak heap %.0f MiB", mib(r.peakHeap))
+	}
+	if r.statusBytes > 0 {
+		s += fmt.Sprintf("  status %.1f KiB", float64(r.statusBytes)/1024)
 	}
 	for _, server := range []string{"source", "target"} {
 		if w := r.webhooks[server]; w.calls > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -31,7 +32,10 @@ type operatorMover struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	metrics string
-	mo      *movev1alpha1.MoveOperation
+	// pprof serves the operator's profiles (http://host:port).
+	pprof string
+	heap  *heapSampler
+	mo    *movev1alpha1.MoveOperation
 }
 
 func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
@@ -40,6 +44,10 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 		return nil, err
 	}
 	probeAddr, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	pprofAddr, err := freeAddress()
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +60,7 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 	args := []string{"--leader-elect=false",
 		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address=" + probeAddr,
+		"--pprof-bind-address=" + pprofAddr,
 		"--kube-api-qps=" + strconv.FormatFloat(o.qps, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(o.burst),
 		"--move-concurrency=" + strconv.Itoa(o.concurrency)}
@@ -65,6 +74,7 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 		return nil, fmt.Errorf("starting the operator: %w", err)
 	}
 	m.cmd, m.exited, m.metrics = cmd, make(chan struct{}), "http://"+metricsAddr+"/metrics"
+	m.pprof = "http://" + pprofAddr
 	go func() {
 		_ = cmd.Wait()
 		_ = logFile.Close()
@@ -129,9 +139,12 @@ func (m *operatorMover) move(ctx context.Context, r *result) error {
 	if err := c.Create(ctx, m.mo); err != nil {
 		return fmt.Errorf("creating MoveOperation %s/%s: %w", m.mo.Namespace, m.mo.Name, err)
 	}
+	if dir := m.b.opts.heapProfileDir; dir != "" {
+		m.heap = startHeapSampler(ctx, m.pprof, filepath.Join(dir, fmt.Sprintf("n%d-r%d-operator.heap", r.n, r.rep)), 2*time.Second)
+	}
 	seen := phaseClock{began: began}
-	last, err := m.follow(ctx, w, &seen)
-	if err != nil {
+	last, err := m.follow(ctx, w, &seen, r)
+	if err := errors.Join(err, m.stopHeapSampler(r)); err != nil {
 		return err
 	}
 	if last.Status.Phase != movev1alpha1.PhaseDone {
@@ -150,7 +163,7 @@ func (m *operatorMover) move(ctx context.Context, r *result) error {
 // follow reads the watch until the MoveOperation is Done or Failed. A watch
 // the API server closes is opened again; phases missed meanwhile are filled
 // in from the status afterwards.
-func (m *operatorMover) follow(ctx context.Context, w watch.Interface, seen *phaseClock) (*movev1alpha1.MoveOperation, error) {
+func (m *operatorMover) follow(ctx context.Context, w watch.Interface, seen *phaseClock, r *result) (*movev1alpha1.MoveOperation, error) {
 	c := m.b.clusters.source
 	for {
 		select {
@@ -174,11 +187,28 @@ func (m *operatorMover) follow(ctx context.Context, w watch.Interface, seen *pha
 				continue
 			}
 			seen.observe(string(mo.Status.Phase), time.Now())
+			if status, err := json.Marshal(mo.Status); err == nil && len(status) > r.statusBytes {
+				r.statusBytes = len(status)
+			}
 			if p := mo.Status.Phase; p == movev1alpha1.PhaseDone || p == movev1alpha1.PhaseFailed {
 				return mo, nil
 			}
 		}
 	}
+}
+
+// stopHeapSampler ends the heap sampling and keeps its peak in r.
+func (m *operatorMover) stopHeapSampler(r *result) error {
+	if m.heap == nil {
+		return nil
+	}
+	summary, err := m.heap.stop()
+	r.peakHeap = m.heap.peak
+	m.heap = nil
+	if summary != "" {
+		say("  %s", summary)
+	}
+	return err
 }
 
 func (m *operatorMover) finish(ctx context.Context, r *result) error {

@@ -21,6 +21,12 @@ const (
 	targetRequestsPerObject      = 4
 	targetPeakRSSMiB             = 150
 	targetPerObjectFlatness      = 1.5
+	// Issue #18: a status far below the API server's object size limit
+	// however large the fleet, and time per object at a thousand clusters
+	// within 1.2× of a hundred's.
+	targetStatusKiB          = 64
+	targetPerObjectVsN100    = 1.2
+	referenceSizeForFlatness = 100
 )
 
 // report turns the results into tables, as text for the terminal and as
@@ -282,6 +288,17 @@ func (r *report) targets() table {
 		rss = math.Max(rss, peakRSSMiB(res))
 	}
 	row(fmt.Sprintf("N=%d: peak RSS at most %d MiB (highest repetition)", n, targetPeakRSSMiB), rss, "%.0f MiB", rss <= targetPeakRSSMiB)
+	status := 0.0
+	for _, res := range r.of(n, toolOperator) {
+		status = math.Max(status, float64(res.statusBytes)/1024)
+	}
+	row(fmt.Sprintf("N=%d: MoveOperation status at most %d KiB (largest seen during the move)", n, targetStatusKiB), status, "%.1f KiB",
+		status > 0 && status <= targetStatusKiB)
+	if n > referenceSizeForFlatness && len(r.of(referenceSizeForFlatness, toolOperator)) > 0 {
+		per := medianOf(r.of(n, toolOperator), msPerObject) / medianOf(r.of(referenceSizeForFlatness, toolOperator), msPerObject)
+		row(fmt.Sprintf("N=%d: time per object (whole move) within %.1f× of N=%d's", n, targetPerObjectVsN100, referenceSizeForFlatness),
+			per, "%.2f×", per <= targetPerObjectVsN100)
+	}
 	if len(sizes) > 1 {
 		var per []float64
 		for _, m := range sizes {
