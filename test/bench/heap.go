@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -41,6 +42,7 @@ type heapSampler struct {
 // to out.
 func startHeapSampler(ctx context.Context, base, out string, every time.Duration) *heapSampler {
 	ctx, cancel := context.WithCancel(ctx)
+	_ = os.MkdirAll(filepath.Dir(out), 0o755)
 	h := &heapSampler{base: base, out: out, every: every, stopped: make(chan struct{}), cancel: cancel}
 	began := time.Now()
 	go func() {
@@ -59,10 +61,11 @@ func startHeapSampler(ctx context.Context, base, out string, every time.Duration
 	return h
 }
 
-// sample reads the profile's header; when it shows a new peak, it saves
-// the profile itself.
+// sample reads the profile; when it shows a new peak, it saves it as
+// read (the text format, which go tool pprof reads with the binary: a
+// second request could find the profile of a later collection).
 func (h *heapSampler) sample(ctx context.Context, at time.Duration) {
-	inuse, err := h.inuse(ctx)
+	inuse, text, err := h.inuse(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
@@ -76,7 +79,7 @@ func (h *heapSampler) sample(ctx context.Context, at time.Duration) {
 		return
 	}
 	h.peak, h.peakAt = inuse, at
-	if err := h.save(ctx); err != nil && ctx.Err() == nil && h.err == nil {
+	if err := os.WriteFile(h.out, text, 0o644); err != nil && h.err == nil {
 		h.err = err
 	}
 }
@@ -86,22 +89,26 @@ func (h *heapSampler) sample(ctx context.Context, at time.Duration) {
 // size s stands for 1/(1-exp(-s/rate)) times its bytes. The header gives
 // twice the sampling rate: "heap profile: ... @ heap/<2*rate>"; each
 // record starts "<in-use objects>: <in-use bytes> [<allocated>: <bytes>] @".
-func (h *heapSampler) inuse(ctx context.Context) (uint64, error) {
+func (h *heapSampler) inuse(ctx context.Context) (uint64, []byte, error) {
 	body, err := h.get(ctx, "/debug/pprof/heap?debug=1")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer func() { _ = body.Close() }()
-	scanner := bufio.NewScanner(body)
+	text, err := io.ReadAll(body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the operator's heap profile: %w", err)
+	}
+	scanner := bufio.NewScanner(bytes.NewReader(text))
 	scanner.Buffer(make([]byte, 64<<10), 1<<20)
 	if !scanner.Scan() {
-		return 0, fmt.Errorf("reading the operator's heap profile: %w", scanner.Err())
+		return 0, nil, fmt.Errorf("the operator's heap profile is empty: %w", scanner.Err())
 	}
 	header := scanner.Text()
 	_, rateText, found := strings.Cut(header, "@ heap/")
 	twiceRate, err := strconv.ParseFloat(strings.TrimSpace(rateText), 64)
 	if !found || err != nil || twiceRate <= 0 {
-		return 0, fmt.Errorf("the operator's heap profile starts with %q, not its sampling rate", header)
+		return 0, nil, fmt.Errorf("the operator's heap profile starts with %q, not its sampling rate", header)
 	}
 	rate := twiceRate / 2
 	var total float64
@@ -112,27 +119,7 @@ func (h *heapSampler) inuse(ctx context.Context) (uint64, error) {
 		}
 		total += bytes / (1 - math.Exp(-bytes/objects/rate))
 	}
-	return uint64(total), scanner.Err()
-}
-
-func (h *heapSampler) save(ctx context.Context) error {
-	body, err := h.get(ctx, "/debug/pprof/heap")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = body.Close() }()
-	if err := os.MkdirAll(filepath.Dir(h.out), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(h.out)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, body); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("writing %s: %w", h.out, err)
-	}
-	return f.Close()
+	return uint64(total), text, scanner.Err()
 }
 
 func (h *heapSampler) get(ctx context.Context, path string) (io.ReadCloser, error) {
@@ -164,6 +151,6 @@ func (h *heapSampler) stop() (string, error) {
 	if h.samples == 0 {
 		return "", h.err
 	}
-	return fmt.Sprintf("operator heap profile at its peak (%.0f MiB in use, %s into the move, %d samples): %s",
-		mib(h.peak), h.peakAt.Round(time.Second), h.samples, h.out), h.err
+	return fmt.Sprintf("operator heap profile at its peak (%.0f MiB in use, %s into the move, %d samples): go tool pprof -top -sample_index=inuse_space %s %s",
+		mib(h.peak), h.peakAt.Round(time.Second), h.samples, filepath.Join(filepath.Dir(h.out), "manager"), h.out), h.err
 }
