@@ -95,6 +95,9 @@ type options struct {
 	// heapProfileDir, when set, receives the operator's heap profile at the
 	// peak of each of its moves.
 	heapProfileDir string
+	// goMemLimit is the operator's GOMEMLIMIT: "deployment" for the one
+	// its Deployment sets, "off" for none, or a value as Go reads it.
+	goMemLimit string
 }
 
 // repetitions is how many times fleets of n clusters are moved.
@@ -121,6 +124,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
+	fs.StringVar(&o.goMemLimit, "operator-gomemlimit", "deployment", "the operator's GOMEMLIMIT: \"deployment\" for the one "+managerManifest+" gives it, \"off\" for none, or a value such as 128MiB")
 	fs.StringVar(&o.heapProfileDir, "heap-profile", "", "sample the operator's heap every 2 s during its moves and write the profile taken at the peak to this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -212,7 +216,9 @@ type bench struct {
 	workDir string
 	// manager is the operator binary built for this run.
 	manager string
-	machine machineInfo
+	// goMemLimit is the GOMEMLIMIT the operator runs with ("off": none).
+	goMemLimit string
+	machine    machineInfo
 	// clusters is the pair of the size being measured.
 	clusters *clusters
 	// marks records the milestones clusterctl logs.
@@ -255,6 +261,25 @@ func (b *bench) run(ctx context.Context) error {
 	if err := build(ctx, b.root, b.manager); err != nil {
 		return err
 	}
+
+	if dir := b.opts.heapProfileDir; dir != "" {
+		// The heap profiles are in the text format, read with the binary.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		binary, err := os.ReadFile(b.manager)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "manager"), binary, 0o755); err != nil {
+			return err
+		}
+	}
+	if b.goMemLimit, err = b.opts.operatorGoMemLimit(b.root); err != nil {
+		return err
+	}
+	b.machine.settings += "; operator GOMEMLIMIT " + b.goMemLimit
+	say("operator GOMEMLIMIT: %s", b.goMemLimit)
 
 	for _, n := range b.opts.sizes {
 		if err := b.runSize(ctx, n); err != nil {
@@ -349,4 +374,19 @@ func (o options) plan() string {
 		parts[i] = fmt.Sprintf("N=%d ×%d", n, o.repetitions(n))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// operatorGoMemLimit resolves -operator-gomemlimit.
+func (o options) operatorGoMemLimit(root string) (string, error) {
+	switch o.goMemLimit {
+	case "deployment":
+		limit, err := deployedGoMemLimit(root)
+		if err != nil || limit == "" {
+			return "off", err
+		}
+		return limit, nil
+	case "":
+		return "off", nil
+	}
+	return o.goMemLimit, nil
 }

@@ -65,7 +65,7 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 		"--kube-api-burst=" + strconv.Itoa(o.burst),
 		"--move-concurrency=" + strconv.Itoa(o.concurrency)}
 	cmd := exec.Command(m.b.manager, append(args, o.operatorFlags...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.b.clusters.env.Source.KubeconfigPath)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.b.clusters.env.Source.KubeconfigPath, "GOMEMLIMIT="+m.b.goMemLimit)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The operator dies with the bench, however the bench ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
