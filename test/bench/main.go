@@ -117,7 +117,7 @@ func parseOptions(args []string) (options, error) {
 	fs.Float64Var(&o.qps, "qps", defaultQPS, "client QPS of the operator (--kube-api-qps) and of the baseline")
 	fs.IntVar(&o.burst, "burst", defaultBurst, "client burst of the operator (--kube-api-burst) and of the baseline")
 	fs.IntVar(&o.concurrency, "concurrency", defaultConcurrency, "requests in flight per cluster, operator (--move-concurrency) and baseline")
-	fs.DurationVar(&o.moveTimeout, "move-timeout", 45*time.Minute, "fail a move that takes longer")
+	fs.DurationVar(&o.moveTimeout, "move-timeout", 0, "fail a move that takes longer (default: 45m, or 5s per workload cluster when that is longer)")
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
 	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")
@@ -389,4 +389,14 @@ func (o options) operatorGoMemLimit(root string) (string, error) {
 		return "off", nil
 	}
 	return o.goMemLimit, nil
+}
+
+// moveTimeoutFor is how long a move of n workload clusters may take. At
+// N=1,000 the operator's move took more than the 45 minutes that bound
+// N=100's (issue #18): by default the bound grows with the fleet.
+func (o options) moveTimeoutFor(n int) time.Duration {
+	if o.moveTimeout > 0 {
+		return o.moveTimeout
+	}
+	return max(45*time.Minute, time.Duration(n)*5*time.Second)
 }

@@ -119,7 +119,8 @@ func (m *operatorMover) waitReady(ctx context.Context, probe string) error {
 // the phases are those at which the watch showed each phase first: the
 // phaseTransitions in the status have one-second precision only.
 func (m *operatorMover) move(ctx context.Context, r *result) error {
-	ctx, cancel := context.WithTimeout(ctx, m.b.opts.moveTimeout)
+	timeout := m.b.opts.moveTimeoutFor(len(m.f.fleet.Clusters))
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := m.b.clusters.source
 	m.mo = &movev1alpha1.MoveOperation{
@@ -168,7 +169,7 @@ func (m *operatorMover) follow(ctx context.Context, w watch.Interface, seen *pha
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("MoveOperation %s did not end within %s; last phase seen %s", m.mo.Name, m.b.opts.moveTimeout, seen.last())
+			return nil, fmt.Errorf("MoveOperation %s did not end within %s (-move-timeout); last phase seen %s", m.mo.Name, m.b.opts.moveTimeoutFor(len(m.f.fleet.Clusters)), seen.last())
 		case <-m.exited:
 			return nil, fmt.Errorf("the operator exited (%s) in phase %s", m.cmd.ProcessState, seen.last())
 		case ev, ok := <-w.ResultChan():

@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestEveryMoverTakesEveryPlaceOnceInAsManyRepetitionsAsMovers(t *testing.T) {
@@ -35,6 +36,22 @@ func TestTheOrderRotatesOnlyTheMoversThatRun(t *testing.T) {
 	for _, c := range cases {
 		if got := moveOrder(c.rep, c.m); !slices.Equal(got, c.want) {
 			t.Errorf("%s, repetition %d: order %v, want %v", c.name, c.rep, got, c.want)
+		}
+	}
+}
+
+func TestAMoveMayTakeLongerTheLargerTheFleet(t *testing.T) {
+	for _, c := range []struct {
+		set  time.Duration
+		n    int
+		want time.Duration
+	}{
+		{0, 100, 45 * time.Minute},
+		{0, 1000, 5000 * time.Second},
+		{10 * time.Minute, 1000, 10 * time.Minute},
+	} {
+		if got := (options{moveTimeout: c.set}).moveTimeoutFor(c.n); got != c.want {
+			t.Errorf("-move-timeout %s, N=%d: %s, want %s", c.set, c.n, got, c.want)
 		}
 	}
 }
