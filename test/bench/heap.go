@@ -21,9 +21,8 @@ import (
 // peak, to see what the bytes per object are (issue #18). It asks for no
 // garbage collection, so the process's RSS is what it would be unwatched.
 type heapSampler struct {
-	base  string
-	out   string
-	every time.Duration
+	base string
+	out  string
 
 	mu sync.Mutex
 	// peak is the largest in-use heap seen: what was live at the last
@@ -42,8 +41,7 @@ type heapSampler struct {
 // to out.
 func startHeapSampler(ctx context.Context, base, out string, every time.Duration) *heapSampler {
 	ctx, cancel := context.WithCancel(ctx)
-	_ = os.MkdirAll(filepath.Dir(out), 0o755)
-	h := &heapSampler{base: base, out: out, every: every, stopped: make(chan struct{}), cancel: cancel}
+	h := &heapSampler{base: base, out: out, stopped: make(chan struct{}), cancel: cancel}
 	began := time.Now()
 	go func() {
 		defer close(h.stopped)

@@ -36,6 +36,8 @@ type operatorMover struct {
 	pprof string
 	heap  *heapSampler
 	mo    *movev1alpha1.MoveOperation
+	// timeout bounds the move (-move-timeout, by the fleet's size).
+	timeout time.Duration
 }
 
 func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
@@ -119,8 +121,8 @@ func (m *operatorMover) waitReady(ctx context.Context, probe string) error {
 // the phases are those at which the watch showed each phase first: the
 // phaseTransitions in the status have one-second precision only.
 func (m *operatorMover) move(ctx context.Context, r *result) error {
-	timeout := m.b.opts.moveTimeoutFor(len(m.f.fleet.Clusters))
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	m.timeout = m.b.opts.moveTimeoutFor(len(m.f.fleet.Clusters))
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	c := m.b.clusters.source
 	m.mo = &movev1alpha1.MoveOperation{
@@ -169,7 +171,7 @@ func (m *operatorMover) follow(ctx context.Context, w watch.Interface, seen *pha
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("MoveOperation %s did not end within %s (-move-timeout); last phase seen %s", m.mo.Name, m.b.opts.moveTimeoutFor(len(m.f.fleet.Clusters)), seen.last())
+			return nil, fmt.Errorf("MoveOperation %s did not end within %s (-move-timeout); last phase seen %s", m.mo.Name, m.timeout, seen.last())
 		case <-m.exited:
 			return nil, fmt.Errorf("the operator exited (%s) in phase %s", m.cmd.ProcessState, seen.last())
 		case ev, ok := <-w.ResultChan():
