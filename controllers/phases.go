@@ -100,6 +100,7 @@ func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) 
 	}
 	o, err := spec.step(r, ctx, s)
 	if err != nil {
+		r.reassertBypassAfter(ctx, s, err)
 		// Say in the status what goes wrong while it is retried.
 		s.waiting = fmt.Sprintf("retrying after an error: %v", err)
 		return ctrl.Result{}, err

@@ -160,11 +160,115 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 		if err != nil {
 			return err
 		}
-		if err := quiesce.InstallBypass(ctx, c.client, wh.Served, who.Username); err != nil {
+		if _, err := quiesce.InstallBypass(ctx, c.client, wh.Served, who.Username); err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}
 	}
 	return nil
+}
+
+// reassertBypassAfter looks in a step's error for admission webhooks the
+// API server failed to call for the operator, and makes the bypass hold
+// again where it should: past the point of no return a refused write is
+// retried for ever, with every provider at zero, so the move must not
+// depend on the bypass staying as ScalingDown left it.
+//
+//   - While the move's controllers are all down (ScalingDown to Deleting),
+//     a webhook they serve that lost its bypass (somebody applied the
+//     provider's manifests again: a GitOps tool, an installer) gets it
+//     back.
+//   - A webhook that holds the bypass and was called all the same means
+//     the API server is using its configuration from before the bypass
+//     (see quiesce.RefreshBypass): the configuration is written again so
+//     that it reloads it. That holds in every phase.
+//
+// Both clusters are looked at: the error does not say whose API server
+// refused. Each write is logged and raises a Warning event; a failure here
+// is only logged, the step's retry comes back to it.
+func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *scope, stepErr error) {
+	failed := quiesce.FailedWebhooks(stepErr)
+	if len(failed) == 0 {
+		return
+	}
+	clusters := []clusterClient{{role: movev1alpha1.ClusterSource, client: r.Source}}
+	if target, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef); err == nil {
+		clusters = append(clusters, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client})
+	}
+	logger := log.FromContext(ctx)
+	for _, c := range clusters {
+		msg, err := r.reassertBypassIn(ctx, s, c, failed)
+		if err != nil {
+			logger.Info("could not make the webhook bypass hold again; the step's retry will try again", "cluster", c.role, "error", err.Error())
+		}
+		if msg != "" {
+			logger.Info(msg, "cluster", c.role)
+			r.event(s.mo, "Warning", movev1alpha1.ReasonBypassReapplied, string(phaseOf(s.mo)), msg)
+		}
+	}
+}
+
+// reassertBypassIn does reassertBypassAfter's work in one cluster and says
+// what it wrote, if anything.
+func (r *MoveOperationReconciler) reassertBypassIn(ctx context.Context, s *scope, c clusterClient, failed []string) (string, error) {
+	called := strings.Join(failed, ", ")
+	if controllersDown(phaseOf(s.mo)) {
+		reinstalled, err := r.reinstallBypass(ctx, s, c, failed)
+		if err != nil {
+			return "", err
+		}
+		if len(reinstalled) > 0 {
+			return fmt.Sprintf("the %s API server called webhooks this move bypasses (%s) for the operator: somebody had removed the bypass; installed it again in %s",
+				c.role, called, strings.Join(reinstalled, ", ")), nil
+		}
+	}
+	refreshed, err := quiesce.RefreshBypass(ctx, c.client, failed, time.Now())
+	if len(refreshed) == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("the %s API server called webhooks this move bypasses (%s) for the operator: it was using their configuration from before the bypass; wrote %s again so that it reloads them",
+		c.role, called, strings.Join(refreshed, ", ")), err
+}
+
+// reinstallBypass installs the bypass again on those of the failed
+// webhooks that the move's stopped controllers serve.
+func (r *MoveOperationReconciler) reinstallBypass(ctx context.Context, s *scope, c clusterClient, failed []string) ([]string, error) {
+	wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, n := range failed {
+		named[n] = true
+	}
+	var refs []quiesce.WebhookRef
+	for _, ref := range wh.Served {
+		if named[ref.Webhook] {
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	who, err := quiesce.WhoAmI(ctx, c.client)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	written, err := quiesce.InstallBypass(ctx, c.client, refs, who.Username)
+	if err != nil {
+		return written, fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	return written, nil
+}
+
+// controllersDown reports whether, in phase, every controller the move
+// stopped is meant to be at zero, so that every webhook they serve must let
+// the operator through.
+func controllersDown(phase movev1alpha1.MovePhase) bool {
+	switch phase {
+	case movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting:
+		return true
+	}
+	return false
 }
 
 // removeBypassOfRunning removes the bypass from the webhooks served by the

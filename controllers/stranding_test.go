@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,4 +344,130 @@ func TestAWebhookThatCannotTakeTheBypassRollsTheMoveBackInsteadOfStalling(t *tes
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(name))
 	restore()
 	rc.assertAsBefore(ctx, g)
+}
+
+// kube-apiserver can go on calling, for the operator, a webhook whose
+// stored configuration bypasses it: it keeps what it built of each
+// configuration until an update reaches it, and an update racing with a
+// rebuild can leave the older build in place, for as long as nothing
+// writes the configuration again (seen in CI: Deleting refused for six
+// minutes by a LoopMachine webhook that was down and bypassed). Past the
+// point of no return that is a move waiting for ever with every provider
+// at zero. The stale API server is played by the operator's interceptor:
+// the source refuses the operator's writes to LoopMachines, in the API
+// server's words, until the webhook's configuration is written again.
+func TestAWebhookTheAPIServerStillCallsDespiteTheBypassIsReloadedAndTheMoveFinishes(t *testing.T) {
+	rc := newRollbackCase(t, "stale")
+	ctx := context.Background()
+	g := NewWithT(t)
+	const webhook = "validation.loopmachine.infrastructure.cluster.x-k8s.io"
+	var reloaded atomic.Bool
+	var refused atomic.Int32
+	startOperator(t, operatorOptions{
+		failIf: func(cluster, verb string, obj client.Object) error {
+			if cluster != "source" || (verb != "patch" && verb != "delete") || reloaded.Load() {
+				return nil
+			}
+			if kindOf(obj) != "LoopMachine" {
+				return nil
+			}
+			refused.Add(1)
+			return apierrors.NewInternalError(fmt.Errorf(`failed calling webhook %q: failed to call webhook: Post "https://capl-webhook-service.capl-system.svc:443/validate-infrastructure-cluster-x-k8s-io-v1alpha1-loopmachine?timeout=10s": dial tcp 127.96.2.13:443: connect: connection refused`, webhook))
+		},
+		onWrite: func(cluster, verb string, obj client.Object) {
+			cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			if !ok || cluster != "source" || verb != "update" {
+				return
+			}
+			if _, marked := cfg.Annotations[movev1alpha1.BypassRefreshedAnnotation]; !marked {
+				return
+			}
+			for _, w := range cfg.Webhooks {
+				if w.Name == webhook {
+					reloaded.Store(true)
+				}
+			}
+		},
+	})
+	mo := newMoveOperation(t, rc.ops, "stale-webhook", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+
+	g.Expect(refused.Load()).To(BeNumerically(">", 0), "the stale webhook refused the operator's deletion at least once")
+	g.Expect(reloaded.Load()).To(BeTrue(), "the configuration holding the webhook was written again")
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8s.List(ctx, events, client.InNamespace(rc.ops))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == movev1alpha1.ReasonBypassReapplied {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).NotTo(BeEmpty())
+		g.Expect(notes[0]).To(ContainSubstring(webhook))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "a Warning event says which webhook was reloaded and why")
+	// The refresh's mark goes with the bypass: the webhooks are as before.
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore))
+	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
+	if diff := snapshot.Diff(rc.before, after); diff != "" {
+		t.Fatalf("the target differs from the source before the move:\n%s", diff)
+	}
+}
+
+// Somebody applies a provider's manifests again in the middle of a move (a
+// GitOps tool healing drift, an installer): the webhook configurations lose
+// the bypass, and the operator's next write meets a webhook whose server
+// the move stopped. Past the point of no return that write is retried for
+// ever; the operator must put the bypass back instead. Here the
+// configuration is written back without the bypass just before the
+// operator's first deletion of a LoopMachine, whose webhook then refuses
+// it for real.
+func TestABypassRemovedDuringTheMoveIsInstalledAgainAndTheMoveFinishes(t *testing.T) {
+	rc := newRollbackCase(t, "unbypassed")
+	ctx := context.Background()
+	g := NewWithT(t)
+	const config = "capl-validating-webhook-configuration"
+	var removed, reinstalled atomic.Bool
+	var refusals atomic.Int32
+	startOperator(t, operatorOptions{
+		failIf: func(cluster, verb string, obj client.Object) error {
+			if cluster != "source" || verb != "patch" || kindOf(obj) != "LoopMachine" || removed.Swap(true) {
+				return nil
+			}
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := env.Source.Client.Get(ctx, client.ObjectKey{Name: config}, cfg); err != nil {
+				return err
+			}
+			for i := range cfg.Webhooks {
+				cfg.Webhooks[i].MatchConditions = nil
+			}
+			if err := env.Source.Client.Update(ctx, cfg); err != nil {
+				return err
+			}
+			time.Sleep(2 * time.Second) // the API server takes in the change (about 25 ms)
+			return nil
+		},
+		onWriteError: func(cluster, _ string, _ client.Object, err error) {
+			if cluster == "source" && strings.Contains(err.Error(), "failed calling webhook") {
+				refusals.Add(1)
+			}
+		},
+		onWrite: func(cluster, verb string, obj client.Object) {
+			cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			if ok && cluster == "source" && verb == "update" && cfg.Name == config && removed.Load() {
+				reinstalled.Store(true)
+			}
+		},
+	})
+	mo := newMoveOperation(t, rc.ops, "unbypassed", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+
+	g.Expect(removed.Load()).To(BeTrue(), "the bypass was removed during the move")
+	g.Expect(refusals.Load()).To(BeNumerically(">", 0), "the LoopMachine webhook, down and no longer bypassed, refused the operator")
+	g.Expect(reinstalled.Load()).To(BeTrue(), "the operator installed the bypass again")
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
+	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
+	if diff := snapshot.Diff(rc.before, after); diff != "" {
+		t.Fatalf("the target differs from the source before the move:\n%s", diff)
+	}
 }

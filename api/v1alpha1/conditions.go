@@ -117,6 +117,11 @@ const (
 	// ReasonRetrying: a step of the move failed twice in a row with the
 	// same error; it is retried with a backoff of at most half a minute.
 	ReasonRetrying = "Retrying"
+	// ReasonBypassReapplied: the API server called, for the operator,
+	// webhooks the move bypasses; the operator installed the bypass again
+	// (somebody had removed it) or wrote the configuration again (the API
+	// server was using it from before the bypass), and retries.
+	ReasonBypassReapplied = "BypassReapplied"
 	// ReasonInsecureTarget: the target kubeconfig skips TLS verification.
 	ReasonInsecureTarget = "InsecureTarget"
 	// ReasonGitOpsIgnored: GitOps managers of moved objects keep running

@@ -29,6 +29,16 @@ const (
 	// per configuration, because webhook names are too long to key by.
 	OriginalObjectSelectorsAnnotation = "move.cluster.x-k8s.io/original-object-selectors"
 
+	// BypassRefreshedAnnotation is written, with the time, on a webhook
+	// configuration holding the operator's bypass when the API server was
+	// found calling one of its bypassed webhooks for the operator anyway.
+	// kube-apiserver caches what it builds of each configuration and drops
+	// that cache only when the configuration changes; a change that races
+	// with a rebuild can leave it serving the configuration as it was before
+	// the bypass, for as long as nothing writes it again. The annotation is
+	// that write. It goes when the bypass goes.
+	BypassRefreshedAnnotation = "move.cluster.x-k8s.io/bypass-refreshed"
+
 	// PausedByAnnotation records on a Cluster or ClusterClass that this
 	// operator paused it (value: the operation's UID), so that it unpauses only
 	// what it paused and never a pause set by somebody else.

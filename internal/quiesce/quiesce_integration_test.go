@@ -138,9 +138,11 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 	g.Expect(who.Username).To(Equal("quiesce-operator"))
 	g.Expect(who.Shared()).To(BeTrue(), "a certificate user is not a ServiceAccount: others may use it")
 
-	g.Expect(quiesce.InstallBypass(ctx, op, wh.Served, who.Username)).To(Succeed())
+	written, err := quiesce.InstallBypass(ctx, op, wh.Served, who.Username)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(written).To(ContainElement("ValidatingWebhookConfiguration capi-validating-webhook-configuration"))
 	installed := webhookState(ctx, g, c)
-	g.Expect(quiesce.InstallBypass(ctx, op, wh.Served, who.Username)).To(Succeed())
+	g.Expect(quiesce.InstallBypass(ctx, op, wh.Served, who.Username)).To(BeEmpty(), "installing the bypass twice writes nothing")
 	g.Expect(webhookState(ctx, g, c)).To(Equal(installed), "installing the bypass twice changes nothing")
 	g.Expect(installed).NotTo(Equal(webhooksBefore))
 
@@ -165,6 +167,20 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 	err = c.Create(ctx, other)
 	g.Expect(err).To(HaveOccurred(), "anyone else's write still meets the webhooks, which are down")
 	g.Expect(err.Error()).To(ContainSubstring("connection refused"))
+
+	// The API server's own words name the webhook it failed to call; when
+	// the bypass holds it, its configuration is written again (and only
+	// that one), so that an API server holding an older build reloads it.
+	// (The defaulting webhook is called first, and fails first.)
+	failed := quiesce.FailedWebhooks(err)
+	g.Expect(failed).To(ConsistOf("default.cluster.cluster.x-k8s.io"))
+	refreshed, err := quiesce.RefreshBypass(ctx, op, append(failed, "nobody.example.com"), time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(refreshed).To(ConsistOf("MutatingWebhookConfiguration capi-mutating-webhook-configuration"))
+	marked := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Name: "capi-mutating-webhook-configuration"}, marked)).To(Succeed())
+	g.Expect(marked.Annotations).To(HaveKey(movev1alpha1.BypassRefreshedAnnotation))
+	g.Expect(quiesce.RefreshBypass(ctx, op, []string{"nobody.example.com"}, time.Now())).To(BeEmpty(), "a webhook without the bypass is not this move's to reload")
 	err = c.Patch(ctx, inFlight, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"c":"d"}}}`)))
 	g.Expect(err).To(HaveOccurred(), "anyone else's update of the operator's object meets the webhooks too")
 	g.Expect(op.Delete(ctx, inFlight)).To(Succeed(), "a DELETE (object null) passes the condition without error")

@@ -213,12 +213,16 @@ func BypassExpression(username string) string {
 // the webhook sees exactly what it saw before, less the operator's requests.
 // A webhook that already holds the condition for another username (a move
 // made with another identity that did not restore) gets this one instead.
-func InstallBypass(ctx context.Context, c client.Client, refs []WebhookRef, username string) error {
+// It returns the configurations it wrote ("<kind> <name>"): none when every
+// webhook held the bypass already.
+func InstallBypass(ctx context.Context, c client.Client, refs []WebhookRef, username string) ([]string, error) {
 	if username == "" {
-		return errors.New("installing the webhook bypass: the operator's username is unknown")
+		return nil, errors.New("installing the webhook bypass: the operator's username is unknown")
 	}
 	want := admissionregistrationv1.MatchCondition{Name: BypassConditionName, Expression: BypassExpression(username)}
+	var written []string
 	for _, group := range groupByConfiguration(refs) {
+		wrote := false
 		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 			cfg, err := getConfiguration(ctx, c, group.kind, group.name)
 			if err != nil {
@@ -238,16 +242,23 @@ func InstallBypass(ctx context.Context, c client.Client, refs []WebhookRef, user
 			if !changed {
 				return nil
 			}
-			return c.Update(ctx, cfg.object)
+			if err := c.Update(ctx, cfg.object); err != nil {
+				return err
+			}
+			wrote = true
+			return nil
 		})
 		if apierrors.IsNotFound(err) {
 			continue // removed meanwhile: nothing to bypass
 		}
 		if err != nil {
-			return fmt.Errorf("installing the webhook bypass on %s %s: %w", group.kind, group.name, err)
+			return written, fmt.Errorf("installing the webhook bypass on %s %s: %w", group.kind, group.name, err)
+		}
+		if wrote {
+			written = append(written, fmt.Sprintf("%s %s", group.kind, group.name))
 		}
 	}
-	return nil
+	return written, nil
 }
 
 // withCondition puts want among conds, replacing a condition of the same
@@ -321,6 +332,9 @@ func removeBypass(ctx context.Context, c client.Client, refs []WebhookRef) error
 					changed = true
 				}
 			}
+			if dropRefreshMark(cfg) {
+				changed = true
+			}
 			if !changed {
 				return nil
 			}
@@ -353,17 +367,38 @@ func withoutCondition(conds *[]admissionregistrationv1.MatchCondition, name stri
 	return removed
 }
 
+// dropRefreshMark removes RefreshBypass's annotation from a configuration
+// none of whose webhooks holds the bypass any longer, and reports whether
+// it did.
+func dropRefreshMark(cfg configuration) bool {
+	annotations := cfg.object.GetAnnotations()
+	if _, ok := annotations[movev1alpha1.BypassRefreshedAnnotation]; !ok {
+		return false
+	}
+	for _, e := range cfg.entries {
+		if holdsCondition(*e.matchConditions) {
+			return false
+		}
+	}
+	delete(annotations, movev1alpha1.BypassRefreshedAnnotation)
+	cfg.object.SetAnnotations(annotations)
+	return true
+}
+
 // holdsBypass reports whether a configuration holds a bypass of this
-// operator: the condition, or the selectors an earlier version saved.
+// operator: the condition, the selectors an earlier version saved, or the
+// mark of a refresh.
 func holdsBypass(cfg configuration) bool {
-	if _, ok := cfg.object.GetAnnotations()[movev1alpha1.OriginalObjectSelectorsAnnotation]; ok {
+	annotations := cfg.object.GetAnnotations()
+	if _, ok := annotations[movev1alpha1.OriginalObjectSelectorsAnnotation]; ok {
+		return true
+	}
+	if _, ok := annotations[movev1alpha1.BypassRefreshedAnnotation]; ok {
 		return true
 	}
 	for _, e := range cfg.entries {
-		for _, mc := range *e.matchConditions {
-			if mc.Name == BypassConditionName {
-				return true
-			}
+		if holdsCondition(*e.matchConditions) {
+			return true
 		}
 	}
 	return false

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -163,7 +164,7 @@ func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespac
 	for {
 		select {
 		case <-ctx.Done():
-			return tl, mo, fmt.Errorf("MoveOperation %s did not end (seen: %s): %w", name, tl, ctx.Err())
+			return tl, mo, fmt.Errorf("MoveOperation %s did not end (seen: %s; %s): %w", name, tl, lastWord(mo), ctx.Err())
 		case <-o.done:
 			return tl, mo, fmt.Errorf("the operator stopped during MoveOperation %s: %w", name, o.err)
 		case ev, ok := <-w.ResultChan():
@@ -217,4 +218,15 @@ func (o *Operator) Delete(ctx context.Context, mo *movev1alpha1.MoveOperation) e
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// lastWord is what a MoveOperation's status last said of its progress: its
+// phase and its Ready condition's message (what it waits for, or the error
+// it retries after), which is what a move that does not end must show.
+func lastWord(mo *movev1alpha1.MoveOperation) string {
+	ready := meta.FindStatusCondition(mo.Status.Conditions, movev1alpha1.ReadyCondition)
+	if ready == nil {
+		return fmt.Sprintf("last phase %q, no Ready condition", mo.Status.Phase)
+	}
+	return fmt.Sprintf("last phase %q, Ready=%s: %s", mo.Status.Phase, ready.Status, ready.Message)
 }
