@@ -106,8 +106,10 @@ func createFleet(t *testing.T, opts fleet.Options) *fleet.Fleet {
 		t.Fatalf("creating the fleet: %v", err)
 	}
 	t.Cleanup(func() {
-		purgeFleet(t, f)
+		// Providers first: a test that failed half-way may have left them
+		// at zero, and their webhooks would refuse the purge.
 		resetProviders(t)
+		purgeFleet(t, f)
 	})
 	return f
 }
@@ -149,7 +151,13 @@ func purgeFleet(t *testing.T, f *fleet.Fleet) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, m := range []*testenv.Management{env.Target, env.Source} {
-		if err := purge(ctx, m.Client, f.Namespaces, f.Identity); err != nil {
+		// Providers put back by resetProviders serve their webhooks again
+		// only once their pods run: until then, try again.
+		var err error
+		for err = purge(ctx, m.Client, f.Namespaces, f.Identity); err != nil && ctx.Err() == nil; err = purge(ctx, m.Client, f.Namespaces, f.Identity) {
+			time.Sleep(2 * time.Second)
+		}
+		if err != nil {
 			t.Errorf("removing the fleet from %s: %v", m.Name, err)
 		}
 	}
