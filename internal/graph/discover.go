@@ -24,6 +24,13 @@ import (
 // enough that one page of large Secrets stays a few megabytes.
 const DefaultPageSize = 500
 
+// FullPageSize bounds the pages of the kinds read whole (Clusters,
+// ClusterClasses, ClusterResourceSetBindings). A Cluster with a topology,
+// decoded, takes tens of kilobytes: at 1,000 workload clusters two pages of
+// 500 (the one handled and the one read ahead) were most of the plan's
+// peak heap. At 50 a fleet of 1,000 Clusters takes 20 requests instead of 2.
+const FullPageSize = 50
+
 var (
 	crdListGVK      = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"}
 	providerListGVK = schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "ProviderList"}
@@ -124,8 +131,12 @@ func Discover(ctx context.Context, c client.Reader, ts *Types, opts DiscoverOpti
 			if ns != "" {
 				listOpts = append(listOpts, client.InNamespace(ns))
 			}
+			size := pageSize
+			if full {
+				size = min(size, FullPageSize)
+			}
 			lists.Go(func() error {
-				if err := listPages(listCtx, c, listGVK, !full, pageSize, listOpts, add); err != nil {
+				if err := listPages(listCtx, c, listGVK, !full, size, listOpts, add); err != nil {
 					return fmt.Errorf("listing %s%s: %w", KindString(gk), inNamespace(ns), err)
 				}
 				return nil
