@@ -182,9 +182,11 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 //     (see quiesce.RefreshBypass): the configuration is written again so
 //     that it reloads it. That holds in every phase.
 //
-// Both clusters are looked at: the error does not say whose API server
-// refused. Each write is logged and raises a Warning event; a failure here
-// is only logged, the step's retry comes back to it.
+// Both clusters are looked at, as the error does not say whose API server
+// refused (the providers, and so the webhook names, are the same in both);
+// a refresh of the cluster that did not refuse costs one harmless write.
+// Each write is logged and raises a Warning event; a failure here is only
+// logged, the step's retry comes back to it.
 func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *scope, stepErr error) {
 	failed := quiesce.FailedWebhooks(stepErr)
 	if len(failed) == 0 {
@@ -217,16 +219,16 @@ func (r *MoveOperationReconciler) reassertBypassIn(ctx context.Context, s *scope
 			return "", err
 		}
 		if len(reinstalled) > 0 {
-			return fmt.Sprintf("the %s API server called webhooks this move bypasses (%s) for the operator: somebody had removed the bypass; installed it again in %s",
-				c.role, called, strings.Join(reinstalled, ", ")), nil
+			return fmt.Sprintf("webhooks this move bypasses were called for the operator (%s): the bypass had been removed from the %s's %s; installed it again",
+				called, c.role, strings.Join(reinstalled, ", ")), nil
 		}
 	}
 	refreshed, err := quiesce.RefreshBypass(ctx, c.client, failed, time.Now())
 	if len(refreshed) == 0 {
 		return "", err
 	}
-	return fmt.Sprintf("the %s API server called webhooks this move bypasses (%s) for the operator: it was using their configuration from before the bypass; wrote %s again so that it reloads them",
-		c.role, called, strings.Join(refreshed, ", ")), err
+	return fmt.Sprintf("webhooks this move bypasses were called for the operator (%s); wrote the %s's %s again so that its API server reloads them (it may hold them as they were before the bypass)",
+		called, c.role, strings.Join(refreshed, ", ")), err
 }
 
 // reinstallBypass installs the bypass again on those of the failed
