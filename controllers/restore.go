@@ -173,10 +173,10 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 // retried for ever, with every provider at zero, so the move must not
 // depend on the bypass staying as ScalingDown left it.
 //
-//   - While the move's controllers are all down (ScalingDown to Deleting),
-//     a webhook they serve that lost its bypass (somebody applied the
-//     provider's manifests again: a GitOps tool, an installer) gets it
-//     back.
+//   - While the move's controllers are down in a cluster (see
+//     controllersDown), a webhook they serve that lost its bypass there
+//     (somebody applied the provider's manifests again: a GitOps tool, an
+//     installer) gets it back.
 //   - A webhook that holds the bypass and was called all the same means
 //     the API server is using its configuration from before the bypass
 //     (see quiesce.RefreshBypass): the configuration is written again so
@@ -213,7 +213,7 @@ func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *sc
 // what it wrote, if anything.
 func (r *MoveOperationReconciler) reassertBypassIn(ctx context.Context, s *scope, c clusterClient, failed []string) (string, error) {
 	called := strings.Join(failed, ", ")
-	if controllersDown(phaseOf(s.mo)) {
+	if r.controllersDown(s, c.role) {
 		reinstalled, err := r.reinstallBypass(ctx, s, c, failed)
 		if err != nil {
 			return "", err
@@ -262,13 +262,19 @@ func (r *MoveOperationReconciler) reinstallBypass(ctx context.Context, s *scope,
 	return written, nil
 }
 
-// controllersDown reports whether, in phase, every controller the move
-// stopped is meant to be at zero, so that every webhook they serve must let
-// the operator through.
-func controllersDown(phase movev1alpha1.MovePhase) bool {
-	switch phase {
+// controllersDown reports whether every controller the move stopped in
+// the cluster is meant to be at zero now, so that every webhook they serve
+// must let the operator through: from ScalingDown to Deleting in both
+// clusters; in a rollback, in the target once the source is restored and
+// until what the move created there is deleted (the target's controllers
+// come back after that).
+func (r *MoveOperationReconciler) controllersDown(s *scope, role movev1alpha1.ClusterRole) bool {
+	switch phaseOf(s.mo) {
 	case movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting:
 		return true
+	case movev1alpha1.PhaseRollingBack:
+		run := r.runFor(s.mo.UID)
+		return role == movev1alpha1.ClusterTarget && run.sourceRestored && !run.targetCleared
 	}
 	return false
 }

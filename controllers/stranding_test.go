@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -470,4 +472,79 @@ func TestABypassRemovedDuringTheMoveIsInstalledAgainAndTheMoveFinishes(t *testin
 	if diff := snapshot.Diff(rc.before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
+}
+
+// The same during a rollback: the source is restored first, then the
+// move's copies are deleted from the target while its controllers are
+// still down. A bypass removed from the target's webhooks then would leave
+// the rollback retrying for ever with the target's providers at zero (and
+// whatever the target already managed unmanaged).
+func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbackFinishes(t *testing.T) {
+	rc := newRollbackCase(t, "unbypassedrb")
+	ctx := context.Background()
+	g := NewWithT(t)
+	const config = "capl-validating-webhook-configuration"
+	var loopMachineCopied, copyFailed, removed, reinstalled atomic.Bool
+	var removedIn atomic.Value
+	var refusals atomic.Int32
+	startOperator(t, operatorOptions{
+		failIf: func(cluster, verb string, obj client.Object) error {
+			if cluster != "target" {
+				return nil
+			}
+			kind := kindOf(obj)
+			switch {
+			case verb == "create" && kind == "Secret" && loopMachineCopied.Load():
+				// Copying fails once LoopMachines are in the target: the
+				// move rolls back, and has copies there to delete.
+				copyFailed.Store(true)
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, obj.GetName(), errors.New("fault injected by the test"))
+			case verb == "patch" && kind == "LoopMachine" && copyFailed.Load() && !removed.Swap(true):
+				// The rollback's first deletion of a LoopMachine copy.
+				now := &movev1alpha1.MoveOperation{}
+				if err := k8s.Get(ctx, client.ObjectKey{Namespace: rc.ops, Name: "unbypassed-rollback"}, now); err == nil {
+					removedIn.Store(now.Status.Phase)
+				}
+				cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+				if err := env.Target.Client.Get(ctx, client.ObjectKey{Name: config}, cfg); err != nil {
+					return err
+				}
+				for i := range cfg.Webhooks {
+					cfg.Webhooks[i].MatchConditions = nil
+				}
+				if err := env.Target.Client.Update(ctx, cfg); err != nil {
+					return err
+				}
+				time.Sleep(2 * time.Second) // the API server takes in the change (about 25 ms)
+			}
+			return nil
+		},
+		onWriteError: func(cluster, _ string, _ client.Object, err error) {
+			if cluster == "target" && strings.Contains(err.Error(), "failed calling webhook") {
+				refusals.Add(1)
+			}
+		},
+		onWrite: func(cluster, verb string, obj client.Object) {
+			if cluster != "target" {
+				return
+			}
+			if verb == "create" && kindOf(obj) == "LoopMachine" {
+				loopMachineCopied.Store(true)
+			}
+			if cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok && verb == "update" && cfg.Name == config && removed.Load() {
+				reinstalled.Store(true)
+			}
+		},
+	})
+	mo := newMoveOperation(t, rc.ops, "unbypassed-rollback", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Millisecond}},
+	})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
+
+	g.Expect(removed.Load()).To(BeTrue(), "the bypass was removed from the target")
+	g.Expect(removedIn.Load()).To(Equal(movev1alpha1.PhaseRollingBack), "it was removed during the rollback")
+	g.Expect(refusals.Load()).To(BeNumerically(">", 0), "the target's LoopMachine webhook, down and no longer bypassed, refused the operator")
+	g.Expect(reinstalled.Load()).To(BeTrue(), "the operator installed the bypass again in the target")
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
 }
