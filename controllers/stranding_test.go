@@ -416,6 +416,60 @@ func TestAWebhookTheAPIServerStillCallsDespiteTheBypassIsReloadedAndTheMoveFinis
 	}
 }
 
+// bypassRemoval plays somebody who writes the loop provider's validating
+// webhook configuration back as its manifests have it (without the move's
+// bypass) in one cluster, and records what follows: the operator's writes
+// that the webhooks, down and no longer bypassed, refuse, and the
+// operator's own writes of the configuration.
+type bypassRemoval struct {
+	m        *testenv.Management
+	cluster  string // "source" or "target", as the operator's interceptor names it
+	removed  atomic.Bool
+	again    atomic.Bool
+	refusals atomic.Int32
+}
+
+const loopWebhookConfiguration = "capl-validating-webhook-configuration"
+
+// remove takes the bypass away, the first time only, and waits until the
+// API server has taken the change in (about 25 ms).
+func (b *bypassRemoval) remove(ctx context.Context) error {
+	if b.removed.Swap(true) {
+		return nil
+	}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := b.m.Client.Get(ctx, client.ObjectKey{Name: loopWebhookConfiguration}, cfg); err != nil {
+		return err
+	}
+	for i := range cfg.Webhooks {
+		cfg.Webhooks[i].MatchConditions = nil
+	}
+	if err := b.m.Client.Update(ctx, cfg); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	return nil
+}
+
+func (b *bypassRemoval) onWriteError(cluster, _ string, _ client.Object, err error) {
+	if cluster == b.cluster && strings.Contains(err.Error(), "failed calling webhook") {
+		b.refusals.Add(1)
+	}
+}
+
+func (b *bypassRemoval) onWrite(cluster, verb string, obj client.Object) {
+	cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+	if ok && cluster == b.cluster && verb == "update" && cfg.Name == loopWebhookConfiguration && b.removed.Load() {
+		b.again.Store(true)
+	}
+}
+
+func (b *bypassRemoval) expectInstalledAgain(g Gomega) {
+	g.Expect(b.removed.Load()).To(BeTrue(), "the bypass was removed from the %s", b.cluster)
+	g.Expect(b.refusals.Load()).To(BeNumerically(">", 0), "the %s's LoopMachine webhook, down and no longer bypassed, refused the operator", b.cluster)
+	g.Expect(b.again.Load()).To(BeTrue(), "the operator installed the bypass again in the %s", b.cluster)
+}
+
 // Somebody applies a provider's manifests again in the middle of a move (a
 // GitOps tool healing drift, an installer): the webhook configurations lose
 // the bypass, and the operator's next write meets a webhook whose server
@@ -428,45 +482,21 @@ func TestABypassRemovedDuringTheMoveIsInstalledAgainAndTheMoveFinishes(t *testin
 	rc := newRollbackCase(t, "unbypassed")
 	ctx := context.Background()
 	g := NewWithT(t)
-	const config = "capl-validating-webhook-configuration"
-	var removed, reinstalled atomic.Bool
-	var refusals atomic.Int32
+	b := &bypassRemoval{m: env.Source, cluster: "source"}
 	startOperator(t, operatorOptions{
 		failIf: func(cluster, verb string, obj client.Object) error {
-			if cluster != "source" || verb != "patch" || kindOf(obj) != "LoopMachine" || removed.Swap(true) {
-				return nil
+			if cluster == "source" && verb == "patch" && kindOf(obj) == "LoopMachine" {
+				return b.remove(ctx)
 			}
-			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := env.Source.Client.Get(ctx, client.ObjectKey{Name: config}, cfg); err != nil {
-				return err
-			}
-			for i := range cfg.Webhooks {
-				cfg.Webhooks[i].MatchConditions = nil
-			}
-			if err := env.Source.Client.Update(ctx, cfg); err != nil {
-				return err
-			}
-			time.Sleep(2 * time.Second) // the API server takes in the change (about 25 ms)
 			return nil
 		},
-		onWriteError: func(cluster, _ string, _ client.Object, err error) {
-			if cluster == "source" && strings.Contains(err.Error(), "failed calling webhook") {
-				refusals.Add(1)
-			}
-		},
-		onWrite: func(cluster, verb string, obj client.Object) {
-			cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-			if ok && cluster == "source" && verb == "update" && cfg.Name == config && removed.Load() {
-				reinstalled.Store(true)
-			}
-		},
+		onWriteError: b.onWriteError,
+		onWrite:      b.onWrite,
 	})
 	mo := newMoveOperation(t, rc.ops, "unbypassed", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
 	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
-	g.Expect(removed.Load()).To(BeTrue(), "the bypass was removed during the move")
-	g.Expect(refusals.Load()).To(BeNumerically(">", 0), "the LoopMachine webhook, down and no longer bypassed, refused the operator")
-	g.Expect(reinstalled.Load()).To(BeTrue(), "the operator installed the bypass again")
+	b.expectInstalledAgain(g)
 	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
 	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
 	if diff := snapshot.Diff(rc.before, after); diff != "" {
@@ -483,10 +513,9 @@ func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbac
 	rc := newRollbackCase(t, "unbypassedrb")
 	ctx := context.Background()
 	g := NewWithT(t)
-	const config = "capl-validating-webhook-configuration"
-	var loopMachineCopied, copyFailed, removed, reinstalled atomic.Bool
+	b := &bypassRemoval{m: env.Target, cluster: "target"}
+	var loopMachineCopied, copyFailed atomic.Bool
 	var removedIn atomic.Value
-	var refusals atomic.Int32
 	startOperator(t, operatorOptions{
 		failIf: func(cluster, verb string, obj client.Object) error {
 			if cluster != "target" {
@@ -499,40 +528,21 @@ func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbac
 				// move rolls back, and has copies there to delete.
 				copyFailed.Store(true)
 				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, obj.GetName(), errors.New("fault injected by the test"))
-			case verb == "patch" && kind == "LoopMachine" && copyFailed.Load() && !removed.Swap(true):
+			case verb == "patch" && kind == "LoopMachine" && copyFailed.Load() && !b.removed.Load():
 				// The rollback's first deletion of a LoopMachine copy.
 				now := &movev1alpha1.MoveOperation{}
 				if err := k8s.Get(ctx, client.ObjectKey{Namespace: rc.ops, Name: "unbypassed-rollback"}, now); err == nil {
 					removedIn.Store(now.Status.Phase)
 				}
-				cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-				if err := env.Target.Client.Get(ctx, client.ObjectKey{Name: config}, cfg); err != nil {
-					return err
-				}
-				for i := range cfg.Webhooks {
-					cfg.Webhooks[i].MatchConditions = nil
-				}
-				if err := env.Target.Client.Update(ctx, cfg); err != nil {
-					return err
-				}
-				time.Sleep(2 * time.Second) // the API server takes in the change (about 25 ms)
+				return b.remove(ctx)
 			}
 			return nil
 		},
-		onWriteError: func(cluster, _ string, _ client.Object, err error) {
-			if cluster == "target" && strings.Contains(err.Error(), "failed calling webhook") {
-				refusals.Add(1)
-			}
-		},
+		onWriteError: b.onWriteError,
 		onWrite: func(cluster, verb string, obj client.Object) {
-			if cluster != "target" {
-				return
-			}
-			if verb == "create" && kindOf(obj) == "LoopMachine" {
+			b.onWrite(cluster, verb, obj)
+			if cluster == "target" && verb == "create" && kindOf(obj) == "LoopMachine" {
 				loopMachineCopied.Store(true)
-			}
-			if cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok && verb == "update" && cfg.Name == config && removed.Load() {
-				reinstalled.Store(true)
 			}
 		},
 	})
@@ -542,9 +552,7 @@ func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbac
 	})
 	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
 
-	g.Expect(removed.Load()).To(BeTrue(), "the bypass was removed from the target")
+	b.expectInstalledAgain(g)
 	g.Expect(removedIn.Load()).To(Equal(movev1alpha1.PhaseRollingBack), "it was removed during the rollback")
-	g.Expect(refusals.Load()).To(BeNumerically(">", 0), "the target's LoopMachine webhook, down and no longer bypassed, refused the operator")
-	g.Expect(reinstalled.Load()).To(BeTrue(), "the operator installed the bypass again in the target")
 	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
 }
