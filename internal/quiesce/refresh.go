@@ -69,13 +69,14 @@ func RefreshBypass(ctx context.Context, c client.Client, webhooks []string, now 
 		if !bypassesAny(listed, wanted) {
 			continue
 		}
+		wrote := false
 		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 			cfg, err := getConfiguration(ctx, c, listed.kind, listed.object.GetName())
 			if err != nil {
 				return err
 			}
 			if !bypassesAny(cfg, wanted) {
-				return nil // restored meanwhile
+				return nil // restored meanwhile: nothing to reload
 			}
 			annotations := cfg.object.GetAnnotations()
 			if annotations == nil {
@@ -83,7 +84,11 @@ func RefreshBypass(ctx context.Context, c client.Client, webhooks []string, now 
 			}
 			annotations[movev1alpha1.BypassRefreshedAnnotation] = now.UTC().Format(time.RFC3339Nano)
 			cfg.object.SetAnnotations(annotations)
-			return c.Update(ctx, cfg.object)
+			if err := c.Update(ctx, cfg.object); err != nil {
+				return err
+			}
+			wrote = true
+			return nil
 		})
 		if apierrors.IsNotFound(err) {
 			continue
@@ -91,7 +96,9 @@ func RefreshBypass(ctx context.Context, c client.Client, webhooks []string, now 
 		if err != nil {
 			return refreshed, fmt.Errorf("writing %s %s again so that the API server reloads its bypass: %w", listed.kind, listed.object.GetName(), err)
 		}
-		refreshed = append(refreshed, fmt.Sprintf("%s %s", listed.kind, listed.object.GetName()))
+		if wrote {
+			refreshed = append(refreshed, fmt.Sprintf("%s %s", listed.kind, listed.object.GetName()))
+		}
 	}
 	return refreshed, nil
 }
