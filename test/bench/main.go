@@ -83,6 +83,10 @@ type options struct {
 	// baselineFirst moves the baseline before the others in every
 	// repetition, while the source holds every fleet.
 	baselineFirst bool
+	// alone moves each fleet on its own fresh pair of clusters, created
+	// just before its move, so that no mover's API servers hold another
+	// mover's fleet.
+	alone bool
 	// keepLogs keeps the work directory, with every process's log, after
 	// a run that succeeded too.
 	keepLogs bool
@@ -121,6 +125,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
 	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")
+	fs.BoolVar(&o.alone, "alone", false, "move each fleet on its own fresh pair of clusters holding only that fleet, created just before its move (for large N: the API servers then hold one fleet, not one per mover)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
@@ -299,39 +304,77 @@ func (b *bench) run(ctx context.Context) error {
 }
 
 // runSize measures every repetition at fleet size n on a fresh pair of
-// clusters, so what earlier sizes left in the target does not weigh on it.
-func (b *bench) runSize(ctx context.Context, n int) (err error) {
+// clusters, so what earlier sizes left in the target does not weigh on it;
+// with -alone, every move of every repetition on a pair of its own.
+func (b *bench) runSize(ctx context.Context, n int) error {
+	reps := b.opts.repetitions(n)
+	m := movers{clusterctl: !b.opts.skipClusterctl, baseline: !b.opts.skipBaseline, baselineFirst: b.opts.baselineFirst}
+	if !b.opts.alone {
+		return b.withClusters(ctx, n, func(c *clusters) error {
+			for rep := 1; rep <= reps; rep++ {
+				step("N=%d, repetition %d/%d: creating the fleets", n, rep, reps)
+				fleets, err := c.createFleets(ctx, n, rep, m)
+				if err != nil {
+					return err
+				}
+				for i, f := range fleets {
+					if err := b.measureAndRecord(ctx, f, n, rep, i+1); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	for rep := 1; rep <= reps; rep++ {
+		for i, tool := range moveOrder(rep, m) {
+			err := b.withClusters(ctx, n, func(c *clusters) error {
+				step("N=%d, repetition %d/%d, %s: creating its fleet alone", n, rep, reps, tool)
+				began := time.Now()
+				f, err := c.createFleet(ctx, tool, n, rep)
+				if err != nil {
+					return err
+				}
+				say("  a fleet of %d objects in %s", f.fleet.Total(), time.Since(began).Round(time.Second))
+				return b.measureAndRecord(ctx, f, n, rep, i+1)
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// withClusters runs f on a fresh pair of local management clusters and
+// stops them after it, keeping their logs if it failed.
+func (b *bench) withClusters(ctx context.Context, n int, f func(*clusters) error) (err error) {
 	step("N=%d: starting two local management clusters with Cluster API", n)
 	c, err := startClusters(ctx, b)
 	if err != nil {
 		return err
 	}
 	b.clusters = c
-	b.idle[n] = c.idle
+	if _, measured := b.idle[n]; !measured {
+		b.idle[n] = c.idle
+	}
 	defer func() {
-		if stopErr := c.stop(err != nil); stopErr != nil {
+		if stopErr := c.stop(err != nil || b.opts.keepLogs); stopErr != nil {
 			say("stopping the clusters: %v", stopErr)
 		}
 		b.clusters = nil
 	}()
-	reps := b.opts.repetitions(n)
-	for rep := 1; rep <= reps; rep++ {
-		step("N=%d, repetition %d/%d: creating the fleets", n, rep, reps)
-		fleets, err := c.createFleets(ctx, n, rep, movers{
-			clusterctl: !b.opts.skipClusterctl, baseline: !b.opts.skipBaseline, baselineFirst: b.opts.baselineFirst,
-		})
-		if err != nil {
-			return err
-		}
-		for i, f := range fleets {
-			r := &result{tool: f.tool, n: n, rep: rep, position: i + 1}
-			if err := b.measure(ctx, f, r); err != nil {
-				return fmt.Errorf("repetition %d, %s: %w", rep, f.tool, err)
-			}
-			b.results = append(b.results, r)
-			say("  %s", r.line())
-		}
+	return f(c)
+}
+
+// measureAndRecord measures the move of f and keeps its result.
+func (b *bench) measureAndRecord(ctx context.Context, f benchFleet, n, rep, position int) error {
+	r := &result{tool: f.tool, n: n, rep: rep, position: position}
+	if err := b.measure(ctx, f, r); err != nil {
+		return fmt.Errorf("repetition %d, %s: %w", rep, f.tool, err)
 	}
+	b.results = append(b.results, r)
+	say("  %s", r.line())
 	return nil
 }
 

@@ -42,6 +42,8 @@ type result struct {
 	requests map[string]requestCounts
 	// webhooks are the admission webhook calls each API server made.
 	webhooks map[string]webhookUse
+	// storage is the lists each API server made of etcd.
+	storage map[string]storageReads
 	// cpu is the CPU time of each process during the move.
 	cpu cpuSample
 	// operator only: its peak RSS, the phases as seen by watching the
@@ -80,6 +82,12 @@ func (r *result) line() string {
 	for _, server := range []string{"source", "target"} {
 		if w := r.webhooks[server]; w.calls > 0 {
 			s += fmt.Sprintf("\n             %s webhooks: %.0f calls, %.1fs (%s)", server, w.calls, w.seconds, w.slowest(3))
+		}
+	}
+	for _, server := range []string{"source", "target"} {
+		if st := r.storage[server]; st.lists.total() > 0 {
+			s += fmt.Sprintf("\n             %s lists from etcd: %.0f, %.0f objects read (%s)", server,
+				st.lists.total(), st.fetched.total(), st.largest(3))
 		}
 	}
 	if len(r.phases) > 0 {
@@ -149,9 +157,12 @@ func (b *bench) measure(ctx context.Context, f benchFleet, r *result) (err error
 	}
 	r.cpu = cpuAfter.sub(cpuBefore)
 	r.requests, r.webhooks = map[string]requestCounts{}, map[string]webhookUse{}
+	r.storage = map[string]storageReads{}
 	for name, s := range samplesAfter {
-		r.requests[name] = s.requests.sub(samplesBefore[name].requests)
-		r.webhooks[name] = s.webhooks.sub(samplesBefore[name].webhooks)
+		was := samplesBefore[name]
+		r.requests[name] = s.requests.sub(was.requests)
+		r.webhooks[name] = s.webhooks.sub(was.webhooks)
+		r.storage[name] = storageReads{lists: s.storageLists.sub(was.storageLists), fetched: s.storageFetched.sub(was.storageFetched)}
 	}
 	if err := c.classes.failed(); err != nil {
 		return fmt.Errorf("the target's ClusterClass stand-in: %w", err)

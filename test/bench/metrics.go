@@ -119,6 +119,45 @@ type serverSample struct {
 	requests requestCounts
 	// webhooks is the admission webhook calls it made.
 	webhooks webhookUse
+	// storageLists and storageFetched are the lists kube-apiserver made of
+	// etcd, and the objects they read, by resource. Clients' lists are
+	// served from the watch caches; what reaches etcd is mostly the
+	// watch caches filling themselves again (see storageReads).
+	storageLists, storageFetched requestCounts
+}
+
+// storageReads are the lists a kube-apiserver made of etcd during a move
+// and the objects they read, by resource. A watch cache whose watch ends
+// lists its resource from etcd again, once a second for as long as the
+// list fails: a CRD version that is not the storage version is filled
+// through the CRD's conversion webhook, which is down while its provider
+// is scaled to zero, so every such cache a move disturbs reads its whole
+// resource from etcd once a second until the provider is back.
+type storageReads struct {
+	lists, fetched requestCounts
+}
+
+// largest names the resources whose lists read the most objects, then
+// those listed most often.
+func (s storageReads) largest(n int) string {
+	names := make([]string, 0, len(s.lists))
+	for name := range s.lists {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if s.fetched[names[i]] != s.fetched[names[j]] {
+			return s.fetched[names[i]] > s.fetched[names[j]]
+		}
+		if s.lists[names[i]] != s.lists[names[j]] {
+			return s.lists[names[i]] > s.lists[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var parts []string
+	for _, name := range names[:min(n, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f lists, %.0f objects", name, s.lists[name], s.fetched[name]))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // webhookUse is admission webhook calls: how many, how long they took
@@ -181,6 +220,8 @@ func sampleServer(ctx context.Context, cfg *rest.Config) (serverSample, error) {
 		}
 	}
 	s.webhooks.rejections = sumBy(families, "apiserver_admission_webhook_rejection_count", "", nil).total()
+	s.storageLists = sumBy(families, "apiserver_storage_list_total", "resource", nil)
+	s.storageFetched = sumBy(families, "apiserver_storage_list_fetched_objects_total", "resource", nil)
 	return s, nil
 }
 

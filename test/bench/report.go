@@ -93,6 +93,14 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
+// where says whether the movers of a repetition shared their clusters.
+func (r *report) where() string {
+	if r.opts.alone {
+		return "; each move on a fresh pair of clusters holding only its fleet (-alone)"
+	}
+	return "; the movers of a repetition share a pair of clusters, the source holding every fleet not moved yet"
+}
+
 func (r *report) preamble(md bool) string {
 	m := r.machine
 	lines := []string{
@@ -100,7 +108,7 @@ func (r *report) preamble(md bool) string {
 		fmt.Sprintf("Command: %s", m.command),
 		fmt.Sprintf("Machine: %d cores (%s), %s memory, %s, %s", m.cores, m.cpuModel, m.memory, m.kernel, m.goVersion),
 		fmt.Sprintf("Operator built from commit %s", m.commit),
-		fmt.Sprintf("Settings: %s; repetitions: %s, the order of the three movers rotating by one place per repetition", m.settings, r.opts.plan()),
+		fmt.Sprintf("Settings: %s; repetitions: %s, the order of the three movers rotating by one place per repetition%s", m.settings, r.opts.plan(), r.where()),
 		fmt.Sprintf("Load average before and after: %s / %s", m.loadBefore, m.loadAfter),
 	}
 	var idle []string
@@ -123,7 +131,7 @@ func (r *report) preamble(md bool) string {
 }
 
 func (r *report) tables() []table {
-	out := []table{r.summary(), r.targets(), r.phases(), r.verbs(), r.webhooks(), r.cpu(), r.repetitions()}
+	out := []table{r.summary(), r.targets(), r.phases(), r.verbs(), r.webhooks(), r.storageReads(), r.cpu(), r.repetitions()}
 	return slices.DeleteFunc(out, func(t table) bool { return len(t.rows) == 0 })
 }
 
@@ -419,6 +427,44 @@ func (r *report) webhooks() table {
 				fmt.Sprintf("%.0f", medianOf(rs, use("target", calls))), fmt.Sprintf("%.1f", medianOf(rs, use("target", secs))),
 				fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 {
 					return res.webhooks["source"].rejections + res.webhooks["target"].rejections
+				}))})
+		}
+	}
+	return t
+}
+
+// storageReads is what the API servers read from etcd by lists during the
+// moves: mostly their own watch caches filling again (see storageReads in
+// metrics.go), a cost no client request shows.
+func (r *report) storageReads() table {
+	t := table{
+		title:  "Lists the API servers made of etcd (median)",
+		header: []string{"N", "mover", "source lists", "source objects read", "target lists", "target objects read", "objects read per object moved"},
+		note: "From apiserver_storage_list_total and apiserver_storage_list_fetched_objects_total. Clients' lists are served from " +
+			"the watch caches; a watch cache lists its resource from etcd when its watch ends, and again every second while that " +
+			"list fails. A CRD's watch cache of a version other than the storage version is filled through the conversion " +
+			"webhook, which is down while the providers are scaled to zero: each such cache that an event disturbs then reads " +
+			"its whole resource once a second until the providers are back. Movers that stop no controller do not cause it.",
+	}
+	for _, n := range r.sizes() {
+		for _, tool := range tools {
+			rs := r.of(n, tool)
+			if len(rs) == 0 {
+				continue
+			}
+			of := func(server string, fetched bool) func(*result) float64 {
+				return func(res *result) float64 {
+					if fetched {
+						return res.storage[server].fetched.total()
+					}
+					return res.storage[server].lists.total()
+				}
+			}
+			t.rows = append(t.rows, []string{fmt.Sprint(n), tool,
+				fmt.Sprintf("%.0f", medianOf(rs, of("source", false))), fmt.Sprintf("%.0f", medianOf(rs, of("source", true))),
+				fmt.Sprintf("%.0f", medianOf(rs, of("target", false))), fmt.Sprintf("%.0f", medianOf(rs, of("target", true))),
+				fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 {
+					return (of("source", true)(res) + of("target", true)(res)) / float64(res.objects)
 				}))})
 		}
 	}
