@@ -102,21 +102,42 @@ type Managed struct {
 // Count returns the managers of the objects, sorted, with how many of the
 // objects each manages, and how many of the objects any manages.
 func Count(objects []metav1.Object) (managers []Managed, managedObjects int) {
-	counts := map[Ref]int{}
+	var t tally
 	for _, obj := range objects {
-		refs := ManagersOf(obj)
-		if len(refs) > 0 {
-			managedObjects++
-		}
-		for _, r := range refs {
-			counts[r]++
-		}
+		t.add(obj)
 	}
-	for r, n := range counts {
+	return t.result()
+}
+
+// tally counts the managers of objects as they are read, so that a reader
+// of a whole fleet keeps counts, never the objects.
+type tally struct {
+	counts  map[Ref]int
+	managed int
+}
+
+func (t *tally) add(obj metav1.Object) {
+	refs := ManagersOf(obj)
+	if len(refs) == 0 {
+		return
+	}
+	t.managed++
+	if t.counts == nil {
+		t.counts = map[Ref]int{}
+	}
+	for _, r := range refs {
+		t.counts[r]++
+	}
+}
+
+// result is Count's: the managers sorted, and how many objects any manages.
+func (t *tally) result() ([]Managed, int) {
+	var managers []Managed
+	for r, n := range t.counts {
 		managers = append(managers, Managed{Ref: r, Objects: n})
 	}
 	slices.SortFunc(managers, func(a, b Managed) int { return compareRefs(a.Ref, b.Ref) })
-	return managers, managedObjects
+	return managers, t.managed
 }
 
 // Describe names managers for a message, the first limit of them.

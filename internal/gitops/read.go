@@ -26,7 +26,11 @@ import (
 // The plan keeps no labels of most objects (the graph stays small however
 // large the objects are): Detect lists again, as metadata only, each kind
 // of the plan in each of its namespaces (graph.DefaultListConcurrency lists
-// at a time, as discovery does), and keeps the plan's objects.
+// at a time, as discovery does), and counts the managers of the plan's
+// objects page by page. It keeps counts, not objects: an object kept would
+// keep its whole page of metadata (managed fields included) alive, and at
+// 1,000 workload clusters the fleet's pages were most of the operator's
+// peak heap.
 func Detect(ctx context.Context, c client.Reader, plan *graph.Plan) ([]Managed, int, error) {
 	type scope struct {
 		gvk       schema.GroupVersionKind
@@ -40,8 +44,8 @@ func Detect(ctx context.Context, c client.Reader, plan *graph.Plan) ([]Managed, 
 		}
 	}
 	var (
-		mu      sync.Mutex
-		objects []metav1.Object
+		mu     sync.Mutex
+		counts tally
 	)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(graph.DefaultListConcurrency)
@@ -57,11 +61,10 @@ func Detect(ctx context.Context, c client.Reader, plan *graph.Plan) ([]Managed, 
 				return list
 			}
 			r := listing.Request{List: c.List, NewList: newList, PageSize: graph.DefaultPageSize, Options: opts}
-			// The objects kept point into their pages.
 			err := listing.Each(ctx, r, func(o client.Object) error {
 				if _, moved := plan.Object(o.GetUID()); moved {
 					mu.Lock()
-					objects = append(objects, o)
+					counts.add(o)
 					mu.Unlock()
 				}
 				return nil
@@ -75,7 +78,7 @@ func Detect(ctx context.Context, c client.Reader, plan *graph.Plan) ([]Managed, 
 	if err := g.Wait(); err != nil {
 		return nil, 0, err
 	}
-	managed, n := Count(objects)
+	managed, n := counts.result()
 	return managed, n, nil
 }
 
