@@ -8,8 +8,6 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
@@ -69,14 +67,9 @@ func RefreshBypass(ctx context.Context, c client.Client, webhooks []string, now 
 		if !bypassesAny(listed, wanted) {
 			continue
 		}
-		wrote := false
-		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			cfg, err := getConfiguration(ctx, c, listed.kind, listed.object.GetName())
-			if err != nil {
-				return err
-			}
+		wrote, err := updateConfiguration(ctx, c, listed.kind, listed.object.GetName(), func(cfg configuration) (bool, error) {
 			if !bypassesAny(cfg, wanted) {
-				return nil // restored meanwhile: nothing to reload
+				return false, nil // restored meanwhile: nothing to reload
 			}
 			annotations := cfg.object.GetAnnotations()
 			if annotations == nil {
@@ -84,15 +77,8 @@ func RefreshBypass(ctx context.Context, c client.Client, webhooks []string, now 
 			}
 			annotations[movev1alpha1.BypassRefreshedAnnotation] = now.UTC().Format(time.RFC3339Nano)
 			cfg.object.SetAnnotations(annotations)
-			if err := c.Update(ctx, cfg.object); err != nil {
-				return err
-			}
-			wrote = true
-			return nil
+			return true, nil
 		})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
 		if err != nil {
 			return refreshed, fmt.Errorf("writing %s %s again so that the API server reloads its bypass: %w", listed.kind, listed.object.GetName(), err)
 		}

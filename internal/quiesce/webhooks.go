@@ -106,6 +106,36 @@ func mutatingConfiguration(o *admissionregistrationv1.MutatingWebhookConfigurati
 	return cfg
 }
 
+// updateConfiguration reads the webhook configuration kind/name, lets
+// change alter it, and writes it when change reports that it did; on a
+// conflict it reads and changes it again, so a change never overwrites
+// someone else's (a caBundle rotated meanwhile). It reports whether it
+// wrote. A configuration removed meanwhile has nothing left to change: not
+// an error, nothing written.
+func updateConfiguration(ctx context.Context, c client.Client, kind WebhookKind, name string,
+	change func(configuration) (bool, error)) (bool, error) {
+	wrote := false
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cfg, err := getConfiguration(ctx, c, kind, name)
+		if err != nil {
+			return err
+		}
+		changed, err := change(cfg)
+		if err != nil || !changed {
+			return err
+		}
+		if err := c.Update(ctx, cfg.object); err != nil {
+			return err
+		}
+		wrote = true
+		return nil
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return wrote, err
+}
+
 func getConfiguration(ctx context.Context, c client.Reader, kind WebhookKind, name string) (configuration, error) {
 	switch kind {
 	case Validating:
@@ -222,12 +252,7 @@ func InstallBypass(ctx context.Context, c client.Client, refs []WebhookRef, user
 	want := admissionregistrationv1.MatchCondition{Name: BypassConditionName, Expression: BypassExpression(username)}
 	var written []string
 	for _, group := range groupByConfiguration(refs) {
-		wrote := false
-		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			cfg, err := getConfiguration(ctx, c, group.kind, group.name)
-			if err != nil {
-				return err
-			}
+		wrote, err := updateConfiguration(ctx, c, group.kind, group.name, func(cfg configuration) (bool, error) {
 			changed := false
 			for _, e := range cfg.entries {
 				if !group.webhooks[e.name] {
@@ -235,22 +260,12 @@ func InstallBypass(ctx context.Context, c client.Client, refs []WebhookRef, user
 				}
 				ok, err := withCondition(e.matchConditions, want)
 				if err != nil {
-					return fmt.Errorf("%s %s: webhook %s: %w", group.kind, group.name, e.name, err)
+					return false, fmt.Errorf("%s %s: webhook %s: %w", group.kind, group.name, e.name, err)
 				}
 				changed = changed || ok
 			}
-			if !changed {
-				return nil
-			}
-			if err := c.Update(ctx, cfg.object); err != nil {
-				return err
-			}
-			wrote = true
-			return nil
+			return changed, nil
 		})
-		if apierrors.IsNotFound(err) {
-			continue // removed meanwhile: nothing to bypass
-		}
 		if err != nil {
 			return written, fmt.Errorf("installing the webhook bypass on %s %s: %w", group.kind, group.name, err)
 		}
@@ -312,15 +327,12 @@ func removeBypass(ctx context.Context, c client.Client, refs []WebhookRef) error
 		if !holdsBypass(listed) {
 			continue
 		}
-		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			cfg, err := getConfiguration(ctx, c, listed.kind, listed.object.GetName())
-			if err != nil {
-				return err
-			}
+		_, err := updateConfiguration(ctx, c, listed.kind, listed.object.GetName(), func(cfg configuration) (bool, error) {
 			changed := false
 			if refs == nil {
+				var err error
 				if changed, err = restoreLegacySelectors(cfg); err != nil {
-					return err
+					return false, err
 				}
 			}
 			for _, e := range cfg.entries {
@@ -335,14 +347,8 @@ func removeBypass(ctx context.Context, c client.Client, refs []WebhookRef) error
 			if dropRefreshMark(cfg) {
 				changed = true
 			}
-			if !changed {
-				return nil
-			}
-			return c.Update(ctx, cfg.object)
+			return changed, nil
 		})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
 		if err != nil {
 			return fmt.Errorf("removing the webhook bypass from %s %s: %w", listed.kind, listed.object.GetName(), err)
 		}
