@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,6 +55,9 @@ func TestDetectFreesThePagesItHasReadWhileItReadsOn(t *testing.T) {
 			mostLive, served, bound, graph.DefaultListConcurrency)
 	}
 }
+
+// managedFields stands for an object's managed fields: 4 KiB.
+var managedFields = "{" + strings.Repeat(" ", 4<<10-2) + "}"
 
 // pageItems is how many objects each page holds, whatever the limit asked:
 // an API server may return fewer, and small pages make many.
@@ -112,7 +116,7 @@ func (r *pagingReader) List(_ context.Context, list client.ObjectList, opts ...c
 			},
 			ManagedFields: []metav1.ManagedFieldsEntry{{
 				Manager: "fleet", Operation: metav1.ManagedFieldsOperationUpdate,
-				FieldsV1: &metav1.FieldsV1{Raw: make([]byte, 4<<10)},
+				FieldsV1: metav1.NewFieldsV1(managedFields), // a copy of its own per object
 			}},
 		}}
 	}
