@@ -135,6 +135,18 @@ func (r *report) tables() []table {
 	return slices.DeleteFunc(out, func(t table) bool { return len(t.rows) == 0 })
 }
 
+// eachMover calls f with the results of each mover at each N, in the
+// report's order, leaving out the movers that did not run at that N.
+func (r *report) eachMover(f func(n int, tool string, rs []*result)) {
+	for _, n := range r.sizes() {
+		for _, tool := range tools {
+			if rs := r.of(n, tool); len(rs) > 0 {
+				f(n, tool, rs)
+			}
+		}
+	}
+}
+
 // of returns the results of one mover at one N, by repetition.
 func (r *report) of(n int, tool string) []*result {
 	var out []*result
@@ -381,22 +393,16 @@ func (r *report) verbs() table {
 		cells = append(cells, fmt.Sprintf("%.0f", other), fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 { return counts(res).total() })))
 		t.rows = append(t.rows, cells)
 	}
-	for _, n := range r.sizes() {
-		for _, tool := range tools {
-			rs := r.of(n, tool)
-			if len(rs) == 0 {
-				continue
-			}
+	r.eachMover(func(n int, tool string, rs []*result) {
+		for _, server := range []string{"source", "target"} {
+			row(n, tool, server, rs, func(res *result) requestCounts { return res.requests[server] })
+		}
+		if tool == toolOperator {
 			for _, server := range []string{"source", "target"} {
-				row(n, tool, server, rs, func(res *result) requestCounts { return res.requests[server] })
-			}
-			if tool == toolOperator {
-				for _, server := range []string{"source", "target"} {
-					row(n, "operator's own count", server, rs, func(res *result) requestCounts { return res.clientRequests[server] })
-				}
+				row(n, "operator's own count", server, rs, func(res *result) requestCounts { return res.clientRequests[server] })
 			}
 		}
-	}
+	})
 	return t
 }
 
@@ -411,25 +417,19 @@ func (r *report) webhooks() table {
 			"target's controllers are back it sends a sample of the moved objects (spec.targetValidation) through them as dry-run " +
 			"updates; the baseline runs with no webhooks at all.",
 	}
-	for _, n := range r.sizes() {
-		for _, tool := range tools {
-			rs := r.of(n, tool)
-			if len(rs) == 0 {
-				continue
-			}
-			use := func(server string, f func(webhookUse) float64) func(*result) float64 {
-				return func(res *result) float64 { return f(res.webhooks[server]) }
-			}
-			calls := func(w webhookUse) float64 { return w.calls }
-			secs := func(w webhookUse) float64 { return w.seconds }
-			t.rows = append(t.rows, []string{fmt.Sprint(n), tool,
-				fmt.Sprintf("%.0f", medianOf(rs, use("source", calls))), fmt.Sprintf("%.1f", medianOf(rs, use("source", secs))),
-				fmt.Sprintf("%.0f", medianOf(rs, use("target", calls))), fmt.Sprintf("%.1f", medianOf(rs, use("target", secs))),
-				fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 {
-					return res.webhooks["source"].rejections + res.webhooks["target"].rejections
-				}))})
+	r.eachMover(func(n int, tool string, rs []*result) {
+		use := func(server string, f func(webhookUse) float64) func(*result) float64 {
+			return func(res *result) float64 { return f(res.webhooks[server]) }
 		}
-	}
+		calls := func(w webhookUse) float64 { return w.calls }
+		secs := func(w webhookUse) float64 { return w.seconds }
+		t.rows = append(t.rows, []string{fmt.Sprint(n), tool,
+			fmt.Sprintf("%.0f", medianOf(rs, use("source", calls))), fmt.Sprintf("%.1f", medianOf(rs, use("source", secs))),
+			fmt.Sprintf("%.0f", medianOf(rs, use("target", calls))), fmt.Sprintf("%.1f", medianOf(rs, use("target", secs))),
+			fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 {
+				return res.webhooks["source"].rejections + res.webhooks["target"].rejections
+			}))})
+	})
 	return t
 }
 
@@ -446,28 +446,17 @@ func (r *report) storageReads() table {
 			"webhook, which is down while the providers are scaled to zero: each such cache that an event disturbs then reads " +
 			"its whole resource once a second until the providers are back. Movers that stop no controller do not cause it.",
 	}
-	for _, n := range r.sizes() {
-		for _, tool := range tools {
-			rs := r.of(n, tool)
-			if len(rs) == 0 {
-				continue
-			}
-			of := func(server string, fetched bool) func(*result) float64 {
-				return func(res *result) float64 {
-					if fetched {
-						return res.storage[server].fetched.total()
-					}
-					return res.storage[server].lists.total()
-				}
-			}
-			t.rows = append(t.rows, []string{fmt.Sprint(n), tool,
-				fmt.Sprintf("%.0f", medianOf(rs, of("source", false))), fmt.Sprintf("%.0f", medianOf(rs, of("source", true))),
-				fmt.Sprintf("%.0f", medianOf(rs, of("target", false))), fmt.Sprintf("%.0f", medianOf(rs, of("target", true))),
-				fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 {
-					return (of("source", true)(res) + of("target", true)(res)) / float64(res.objects)
-				}))})
+	r.eachMover(func(n int, tool string, rs []*result) {
+		row := []string{fmt.Sprint(n), tool}
+		for _, server := range []string{"source", "target"} {
+			row = append(row,
+				fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 { return res.storage[server].lists.total() })),
+				fmt.Sprintf("%.0f", medianOf(rs, func(res *result) float64 { return res.storage[server].fetched.total() })))
 		}
-	}
+		t.rows = append(t.rows, append(row, fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 {
+			return (res.storage["source"].fetched.total() + res.storage["target"].fetched.total()) / float64(res.objects)
+		}))))
+	})
 	return t
 }
 
@@ -488,23 +477,17 @@ func (r *report) cpu() table {
 		}
 		return res.cpu[column].Seconds()
 	}
-	for _, n := range r.sizes() {
-		for _, tool := range tools {
-			rs := r.of(n, tool)
-			if len(rs) == 0 {
-				continue
-			}
-			row := []string{fmt.Sprint(n), tool}
-			for _, c := range cpuColumns {
-				row = append(row, fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 { return cpuOf(res, c) })))
-			}
-			row = append(row, fmt.Sprintf("%.1f", medianOf(rs, allCPUSeconds)),
-				fmt.Sprintf("%.0f", medianOf(rs, cpuMsPerObject)),
-				fmt.Sprintf("%.1f", medianOf(rs, wholeSeconds)),
-				fmt.Sprintf("%.2f", medianOf(rs, func(res *result) float64 { return allCPUSeconds(res) / res.whole.Seconds() })))
-			t.rows = append(t.rows, row)
+	r.eachMover(func(n int, tool string, rs []*result) {
+		row := []string{fmt.Sprint(n), tool}
+		for _, c := range cpuColumns {
+			row = append(row, fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 { return cpuOf(res, c) })))
 		}
-	}
+		row = append(row, fmt.Sprintf("%.1f", medianOf(rs, allCPUSeconds)),
+			fmt.Sprintf("%.0f", medianOf(rs, cpuMsPerObject)),
+			fmt.Sprintf("%.1f", medianOf(rs, wholeSeconds)),
+			fmt.Sprintf("%.2f", medianOf(rs, func(res *result) float64 { return allCPUSeconds(res) / res.whole.Seconds() })))
+		t.rows = append(t.rows, row)
+	})
 	return t
 }
 
