@@ -321,7 +321,15 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 		g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)))
 		g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed(), "a stand-in must scale the provider it finds at zero back up")
-	g.Expect(len(sourceOperator.ScaleUps()) + len(turtles["source"].ScaleUps())).To(BeNumerically(">", 0))
+	// A stand-in notes its scale-up once its write has returned, which on a
+	// busy machine can come after the Deployment is seen back: wait for the
+	// note, and say what the stand-ins' loops met if it does not come.
+	g.Eventually(func() int {
+		return len(sourceOperator.ScaleUps()) + len(turtles["source"].ScaleUps())
+	}, 10*time.Second, 50*time.Millisecond).Should(BeNumerically(">", 0), func() string {
+		return fmt.Sprintf("the provider came back, so a stand-in must have scaled it up (their last errors: %v; %v)",
+			sourceOperator.Err(), turtles["source"].Err())
+	})
 
 	stateBefore := stateOf(ctx, g)
 	sourceBefore := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
