@@ -99,16 +99,6 @@ type Managed struct {
 	Objects int
 }
 
-// Count returns the managers of the objects, sorted, with how many of the
-// objects each manages, and how many of the objects any manages.
-func Count(objects []metav1.Object) (managers []Managed, managedObjects int) {
-	var t tally
-	for _, obj := range objects {
-		t.add(obj)
-	}
-	return t.result()
-}
-
 // tally counts the managers of objects as they are read, so that a reader
 // of a whole fleet keeps counts, never the objects.
 type tally struct {
@@ -130,7 +120,8 @@ func (t *tally) add(obj metav1.Object) {
 	}
 }
 
-// result is Count's: the managers sorted, and how many objects any manages.
+// result returns the managers, sorted, with how many of the objects each
+// manages, and how many of the objects any manages.
 func (t *tally) result() ([]Managed, int) {
 	var managers []Managed
 	for r, n := range t.counts {

@@ -72,15 +72,19 @@ func TestManagersOf(t *testing.T) {
 	}
 }
 
-func TestCountAddsUpTheObjectsOfEachManager(t *testing.T) {
+func TestTheTallyAddsUpTheObjectsOfEachManager(t *testing.T) {
 	flux := map[string]string{FluxKustomizationNameLabel: "clusters", FluxKustomizationNamespaceLabel: "flux-system"}
 	both := map[string]string{FluxKustomizationNameLabel: "clusters", FluxKustomizationNamespaceLabel: "flux-system", ArgoInstanceLabel: "apps"}
-	managers, managed := Count([]metav1.Object{
+	var counts tally
+	for _, obj := range []metav1.Object{
 		object("fleet", "a", flux, nil),
 		object("fleet", "b", flux, nil),
 		object("fleet", "c", both, nil),
 		object("fleet", "d", nil, nil),
-	})
+	} {
+		counts.add(obj)
+	}
+	managers, managed := counts.result()
 	want := []Managed{
 		{Ref: Ref{GroupKind: ApplicationKind, Name: "apps"}, Objects: 1},
 		{Ref: Ref{GroupKind: KustomizationKind, Namespace: "flux-system", Name: "clusters"}, Objects: 3},
