@@ -162,7 +162,7 @@ func (b *bench) measure(ctx context.Context, f benchFleet, r *result) (err error
 		was := samplesBefore[name]
 		r.requests[name] = s.requests.sub(was.requests)
 		r.webhooks[name] = s.webhooks.sub(was.webhooks)
-		r.storage[name] = storageReads{lists: s.storageLists.sub(was.storageLists), fetched: s.storageFetched.sub(was.storageFetched)}
+		r.storage[name] = s.storage.sub(was.storage)
 	}
 	if err := c.classes.failed(); err != nil {
 		return fmt.Errorf("the target's ClusterClass stand-in: %w", err)

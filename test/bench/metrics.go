@@ -119,11 +119,11 @@ type serverSample struct {
 	requests requestCounts
 	// webhooks is the admission webhook calls it made.
 	webhooks webhookUse
-	// storageLists and storageFetched are the lists kube-apiserver made of
-	// etcd, and the objects they read, by resource. Clients' lists are
-	// served from the watch caches; what reaches etcd is mostly the
-	// watch caches filling themselves again (see storageReads).
-	storageLists, storageFetched requestCounts
+	// storage is the lists kube-apiserver made of etcd, and the objects
+	// they read, by resource. Clients' lists are served from the watch
+	// caches; what reaches etcd is mostly the watch caches filling
+	// themselves again (see storageReads).
+	storage storageReads
 }
 
 // storageReads are the lists a kube-apiserver made of etcd during a move
@@ -135,6 +135,11 @@ type serverSample struct {
 // resource from etcd once a second until the provider is back.
 type storageReads struct {
 	lists, fetched requestCounts
+}
+
+// sub is what was read between an earlier sample and this one.
+func (s storageReads) sub(before storageReads) storageReads {
+	return storageReads{lists: s.lists.sub(before.lists), fetched: s.fetched.sub(before.fetched)}
 }
 
 // largest names the resources whose lists read the most objects, then
@@ -220,8 +225,10 @@ func sampleServer(ctx context.Context, cfg *rest.Config) (serverSample, error) {
 		}
 	}
 	s.webhooks.rejections = sumBy(families, "apiserver_admission_webhook_rejection_count", "", nil).total()
-	s.storageLists = sumBy(families, "apiserver_storage_list_total", "resource", nil)
-	s.storageFetched = sumBy(families, "apiserver_storage_list_fetched_objects_total", "resource", nil)
+	s.storage = storageReads{
+		lists:   sumBy(families, "apiserver_storage_list_total", "resource", nil),
+		fetched: sumBy(families, "apiserver_storage_list_fetched_objects_total", "resource", nil),
+	}
 	return s, nil
 }
 
