@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/move"
@@ -185,4 +186,41 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 		deleteMoveOperation(t, second)
 	})
+}
+
+// Moving a bootstrap cluster's state into the workload cluster it created
+// invites naming that Cluster's own kubeconfig Secret as the target's: it
+// holds the right kubeconfig, and it moves with its Cluster. Deleting would
+// then delete it from the source while the move still needs the target
+// (RestoringTarget waited for it for ever, every provider of the target at
+// zero): refused in Validating, before anything is written, naming the
+// Secret and what to do.
+func TestATargetKubeconfigSecretThatTheMoveWouldTakeIsRefusedBeforeAnythingIsWritten(t *testing.T) {
+	rc := newRollbackCase(t, "ownsecret")
+	ctx := context.Background()
+	g := NewWithT(t)
+	wc := rc.f.Clusters[0]
+	secret := &corev1.Secret{}
+	g.Expect(env.Source.Client.Get(ctx, client.ObjectKey{Namespace: wc.Namespace, Name: wc.Name + "-kubeconfig"}, secret)).To(Succeed())
+	secret.Data["value"] = targetKubeconfig // the target is the workload cluster
+	g.Expect(env.Source.Client.Update(ctx, secret)).To(Succeed())
+
+	startOperator(t, operatorOptions{})
+	mo := newMoveOperation(t, wc.Namespace, "own-secret", movev1alpha1.MoveOperationSpec{
+		Target: targetRef(secret.Name), Namespaces: rc.f.Namespaces,
+	})
+	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
+	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonTargetSecretMoves))
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("Secret %s/%s", wc.Namespace, secret.Name)))
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("copy the kubeconfig to a Secret of its own"))
+	assertNothingWritten(g, failed)
+	g.Expect(env.Source.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	g.Expect(secret.Finalizers).To(BeEmpty(), "the move never held the Secret")
+
+	// The same Secret's kubeconfig, copied as the message says, moves.
+	newSecret(t, wc.Namespace, "move-target", map[string][]byte{"value": targetKubeconfig})
+	mo = newMoveOperation(t, wc.Namespace, "own-secret-copied", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("move-target"), Namespaces: rc.f.Namespaces,
+	})
+	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 }

@@ -118,26 +118,55 @@ func (r *MoveOperationReconciler) stopControllers(ctx context.Context, s *scope,
 	return remaining, nil
 }
 
+// restarting is where one cluster's restart of its controllers stands.
+type restarting struct {
+	// restored are the controllers scaled back to their recorded replicas.
+	restored []quiesce.Controller
+	// unavailable are those of them not yet Available, with why.
+	unavailable map[types.NamespacedName]string
+	// gone are the controllers whose Deployment no longer exists (deleted
+	// during the move): nothing is left to restore, and the restore goes on
+	// without them rather than fail on them for ever.
+	gone []types.NamespacedName
+}
+
 // restartInOrder scales one cluster's providers back to their recorded
 // replicas and, once they are all Available, their managers: a manager back
-// first would find the providers still at zero. It returns what it
-// restored and what is not yet Available.
-func restartInOrder(ctx context.Context, c client.Client, controllers []quiesce.Controller, fallback int32) ([]quiesce.Controller, map[types.NamespacedName]string, error) {
+// first would find the providers still at zero.
+func restartInOrder(ctx context.Context, c client.Client, controllers []quiesce.Controller, fallback int32) (restarting, error) {
 	providers, managers := quiesce.SplitManagers(controllers)
-	restored, err := quiesce.Restore(ctx, c, providers, fallback)
-	if err != nil {
-		return nil, nil, err
+	var out restarting
+	for _, stage := range [][]quiesce.Controller{providers, managers} {
+		if len(stage) == 0 {
+			continue
+		}
+		restored, err := quiesce.Restore(ctx, c, stage, fallback)
+		if err != nil {
+			return restarting{}, err
+		}
+		out.restored = append(out.restored, restored...)
+		out.gone = append(out.gone, missingFrom(stage, restored)...)
+		if out.unavailable, err = quiesce.Unavailable(ctx, c, restored); err != nil || len(out.unavailable) > 0 {
+			return out, err
+		}
 	}
-	unavailable, err := quiesce.Unavailable(ctx, c, providers)
-	if err != nil || len(unavailable) > 0 || len(managers) == 0 {
-		return restored, unavailable, err
+	return out, nil
+}
+
+// missingFrom returns the keys of the controllers that are not among
+// restored.
+func missingFrom(controllers, restored []quiesce.Controller) []types.NamespacedName {
+	found := map[types.NamespacedName]bool{}
+	for _, c := range restored {
+		found[c.Key] = true
 	}
-	restoredManagers, err := quiesce.Restore(ctx, c, managers, fallback)
-	if err != nil {
-		return nil, nil, err
+	var out []types.NamespacedName
+	for _, c := range controllers {
+		if !found[c.Key] {
+			out = append(out, c.Key)
+		}
 	}
-	unavailable, err = quiesce.Unavailable(ctx, c, managers)
-	return append(restored, restoredManagers...), unavailable, err
+	return out
 }
 
 // checkStillStopped fails the move, before its point of no return, when a

@@ -31,9 +31,11 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	if _, _, err := restartInOrder(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1)); err != nil {
+	restart, err := restartInOrder(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1))
+	if err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
+	r.reportGone(ctx, s, movev1alpha1.ClusterSource, restart.gone)
 	return nil
 }
 
@@ -73,13 +75,14 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 // every one of them is Available.
 func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, controllers []quiesce.Controller) (outcome, error) {
 	mo := s.mo
-	restored, unavailable, err := restartInOrder(ctx, c, controllers, ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1))
+	restart, err := restartInOrder(ctx, c, controllers, ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1))
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	if len(unavailable) > 0 {
+	r.reportGone(ctx, s, role, restart.gone)
+	if len(restart.unavailable) > 0 {
 		timeout := durationOr(mo.Spec.Timeouts.ScaleUp, 10*time.Minute)
-		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(unavailable))
+		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(restart.unavailable))
 		if time.Since(s.phaseStarted()) > timeout {
 			// Past the point of no return nothing can be undone: keep
 			// waiting, and ask for a human.
@@ -91,10 +94,27 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 	// The webhooks of the providers running again check what follows; those
 	// of a provider that stays at zero (as the user left it) are down, and
 	// keep letting the operator through until the last step.
-	if err := r.removeBypassOfRunning(ctx, c, role, restored); err != nil {
+	if err := r.removeBypassOfRunning(ctx, c, role, restart.restored); err != nil {
 		return outcome{}, err
 	}
 	return done(), nil
+}
+
+// reportGone says which controllers the move stopped are gone from a
+// cluster (their Deployments deleted during the move), so that they were
+// not restored: whoever deleted them decides whether they come back.
+func (r *MoveOperationReconciler) reportGone(ctx context.Context, s *scope, role movev1alpha1.ClusterRole, gone []types.NamespacedName) {
+	if len(gone) == 0 {
+		return
+	}
+	names := make([]string, 0, len(gone))
+	for _, k := range gone {
+		names = append(names, k.String())
+	}
+	msg := fmt.Sprintf("controller Deployments the move stopped were deleted from the %s cluster during the move, so they are not restored: %s",
+		strings.ToLower(string(role)), strings.Join(names, ", "))
+	log.FromContext(ctx).Info(msg)
+	r.event(s.mo, "Warning", movev1alpha1.ReasonControllerGone, string(phaseOf(s.mo)), msg)
 }
 
 // finishRestore ends a restore that the move finishes (not a rollback's
@@ -355,8 +375,13 @@ func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c cl
 }
 
 // target returns the target's client. When the Secret or kubeconfig is
-// wrong it says why, and the phase waits: for a human where the table says
-// so (stallsWithoutTarget), otherwise for the target to come back.
+// wrong (changed after Validating: Validating refuses it) it says why, and
+// the phase waits: for a human where the table says so
+// (stallsWithoutTarget); in a phase that rolls back on failure, as an
+// error, so that the phase's timeout rolls the move back if the Secret is
+// not mended in time (a wait there would bypass that bound, with the
+// providers stopped); past the point of no return, for the Secret to be
+// mended.
 func (r *MoveOperationReconciler) target(ctx context.Context, s *scope) (*remote.Target, outcome, error) {
 	t, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef)
 	if err == nil {
@@ -366,8 +391,12 @@ func (r *MoveOperationReconciler) target(ctx context.Context, s *scope) (*remote
 	if !errors.As(err, &re) {
 		return nil, outcome{}, fmt.Errorf("connecting to the target: %w", err)
 	}
-	if specOf(phaseOf(s.mo)).stallsWithoutTarget {
+	spec := specOf(phaseOf(s.mo))
+	switch {
+	case spec.stallsWithoutTarget:
 		return nil, stallOn(10*time.Second, re.Reason, re.Message), nil
+	case spec.onFailure == movev1alpha1.PhaseRollingBack:
+		return nil, outcome{}, fmt.Errorf("cannot use the target: %w", err)
 	}
 	return nil, waitFor(10*time.Second, fmt.Sprintf("cannot reach the target: %s", re.Message)), nil
 }

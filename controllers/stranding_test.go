@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -555,4 +557,122 @@ func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbac
 	b.expectInstalledAgain(g)
 	g.Expect(removedIn.Load()).To(Equal(movev1alpha1.PhaseRollingBack), "it was removed during the rollback")
 	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
+}
+
+// A target Secret made unusable during Copying (its key renamed: a
+// re-applied manifest, a rotation gone wrong) was waited for without end,
+// every provider of both clusters at zero: the copy's timeout did not apply
+// to it. It now does, as to any other error, and the move rolls back: the
+// source comes back without the target, the target once the Secret is
+// mended, and the status says what the rollback waits for meanwhile.
+func TestATargetSecretBrokenDuringCopyingRollsTheMoveBackInsteadOfWaitingForEver(t *testing.T) {
+	rc := newRollbackCase(t, "badsecret")
+	ctx := context.Background()
+	g := NewWithT(t)
+	newSecret(t, rc.ops, "breaks", map[string][]byte{"value": targetKubeconfig})
+	key := client.ObjectKey{Namespace: rc.ops, Name: "breaks"}
+	setData := func(data map[string][]byte) error {
+		return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			s := &corev1.Secret{}
+			if err := env.Source.Client.Get(ctx, key, s); err != nil {
+				return err
+			}
+			s.Data = data
+			return env.Source.Client.Update(ctx, s)
+		})
+	}
+
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
+		if cluster == "target" && verb == "create" {
+			once.Do(func() {
+				if err := setData(map[string][]byte{"kubeconfig": targetKubeconfig}); err != nil {
+					t.Errorf("breaking the target's Secret: %v", err)
+				}
+			})
+		}
+	}})
+	mo := newMoveOperation(t, rc.ops, "secret-breaks", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("breaks"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Second}},
+	})
+
+	g.Eventually(func(g Gomega) {
+		got := get(g, mo)
+		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
+		g.Expect(got.Status.FailureReason).To(Equal(movev1alpha1.ReasonCopyTimeout))
+		g.Expect(got.Status.FailureMessage).To(ContainSubstring(`has no key "value"`))
+		stalled := meta.FindStatusCondition(got.Status.Conditions, movev1alpha1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(stalled.Reason).To(Equal(movev1alpha1.ReasonTargetSecretKeyNotFound), "the rollback says it waits for the Secret")
+		g.Expect(sourceReplicasNow(g)).To(Equal(sourceReplicas(rc.stateBefore)), "the source's controllers do not wait for the target")
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+
+	g.Expect(setData(map[string][]byte{"value": targetKubeconfig})).To(Succeed())
+	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
+}
+
+// A provider Deployment deleted during a move (an installer replacing it,
+// an upgrade) made every restore fail on it for ever: RestoringSource never
+// unpaused the source nor removed its bypass, and a rollback never ended.
+// The restore goes on without it, and says so; whoever deleted it decides
+// whether it comes back.
+func TestAControllerDeletedDuringTheMoveIsLeftOutOfTheRestoreAndTheMoveFinishes(t *testing.T) {
+	rc := newRollbackCase(t, "gone")
+	ctx := context.Background()
+	g := NewWithT(t)
+	p := env.Source.CAPI.Provider(capiprovider.KubeadmControlPlaneProvider)
+	key := client.ObjectKey{Namespace: p.Namespace, Name: p.Deployment}
+	saved := &appsv1.Deployment{}
+	g.Expect(env.Source.Client.Get(ctx, key, saved)).To(Succeed())
+	t.Cleanup(func() {
+		// Put it back as installed, before the fleet is purged (its
+		// webhooks are needed for that) and for the tests that follow.
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: saved.Namespace, Name: saved.Name, Labels: saved.Labels}, Spec: saved.Spec}
+		d.Spec.Replicas = ptr.To[int32](1)
+		if err := env.Source.Client.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Errorf("creating %s again: %v", key, err)
+			return
+		}
+		wait, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := p.WaitServing(wait, true); err != nil {
+			t.Errorf("%s serves no webhooks again: %v", key, err)
+		}
+	})
+
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
+		if cluster == "target" && verb == "create" {
+			once.Do(func() {
+				if err := env.Source.Client.Delete(ctx, saved.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+					t.Errorf("deleting %s: %v", key, err)
+				}
+			})
+		}
+	}})
+	mo := newMoveOperation(t, rc.ops, "controller-gone", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+
+	want := clusterState{Replicas: maps.Clone(rc.stateBefore.Replicas), Webhooks: rc.stateBefore.Webhooks}
+	delete(want.Replicas, env.Source.Name+" "+key.String())
+	g.Expect(stateOf(ctx, g)).To(Equal(want), "every other controller is back, and no webhook keeps the bypass")
+	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
+	if diff := snapshot.Diff(rc.before, after); diff != "" {
+		t.Fatalf("the target differs from the source before the move:\n%s", diff)
+	}
+	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8s.List(ctx, events, client.InNamespace(rc.ops))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == movev1alpha1.ReasonControllerGone {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).NotTo(BeEmpty())
+		g.Expect(notes[0]).To(ContainSubstring(key.String()))
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "a Warning event names the controller that is not restored")
 }

@@ -60,6 +60,10 @@ const (
 	ReasonTargetUnreachable = "TargetUnreachable"
 	// ReasonTargetIsSource: the kubeconfig points at the source cluster itself.
 	ReasonTargetIsSource = "TargetIsSource"
+	// ReasonTargetSecretMoves: the kubeconfig Secret is one of the objects
+	// the move takes (a Cluster's own kubeconfig Secret), and would be
+	// deleted from the source while the move still needs the target.
+	ReasonTargetSecretMoves = "TargetSecretMoves"
 	// ReasonNamespaceNotFound: a namespace in spec.namespaces does not exist.
 	ReasonNamespaceNotFound = "NamespaceNotFound"
 	// ReasonInvalidSelector: spec.clusterSelector or spec.controllers.selector
@@ -78,6 +82,9 @@ const (
 	// before the point of no return (something the move does not stop
 	// scaled it up); the move is rolled back.
 	ReasonControllerRestarted = "ControllerRestarted"
+	// ReasonControllerGone: a controller Deployment the move stopped was
+	// deleted during the move; the restore goes on without it (an event).
+	ReasonControllerGone = "ControllerGone"
 	// ReasonNotProvisioned: a Cluster to move is not fully provisioned.
 	ReasonNotProvisioned = "NotProvisioned"
 	// ReasonOrphanedObjects: objects in the move graph have an owner that is

@@ -45,9 +45,11 @@ type Warning struct {
 type Env struct {
 	// Source is the cluster the move reads, without a cache.
 	Source client.Client
-	// Spec and UID are the MoveOperation's.
-	Spec movev1alpha1.MoveOperationSpec
-	UID  types.UID
+	// Spec and UID are the MoveOperation's; Namespace is its namespace,
+	// where the target's kubeconfig Secret is.
+	Spec      movev1alpha1.MoveOperationSpec
+	UID       types.UID
+	Namespace string
 	// Connect returns the target's client. A *remote.Error (the Secret or
 	// its kubeconfig is wrong) is a finding a user can fix; any other
 	// error is retried.
@@ -107,6 +109,7 @@ func Checks() []Check {
 		{"providers", checkProviders},
 		{"managers", checkManagers},
 		{"plan", checkPlan},
+		{"target-secret", checkTargetSecretStays},
 		{"provisioned", checkProvisioned},
 		{"target-objects", checkTargetObjects},
 		{"gitops", checkGitOps},

@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +79,34 @@ func checkPlan(ctx context.Context, e *Env) error {
 		e.warn("", fmt.Sprintf(
 			"%s were paused before the move: they move paused and stay paused; unpause them in the target when you want their controllers to act", JoinRefs(paused)))
 	}
+	return nil
+}
+
+// checkTargetSecretStays refuses a move that would take the target's
+// kubeconfig Secret with it. Moving a bootstrap cluster's state into the
+// workload cluster it created invites pointing spec.target at that
+// Cluster's own kubeconfig Secret, which moves with the Cluster: Deleting
+// would delete it from the source (taking the move's finalizer off it with
+// the others), and the move would have no way left to the target to
+// restore its controllers.
+func checkTargetSecretStays(_ context.Context, e *Env) error {
+	if e.Plan == nil {
+		return nil
+	}
+	ref := e.Spec.Target.KubeconfigSecretRef
+	secrets := e.Plan.OfKind(graph.SecretGroupKind)
+	i := slices.IndexFunc(secrets, func(o *graph.Object) bool { return o.Namespace == e.Namespace && o.Name == ref.Name })
+	if i < 0 {
+		return nil
+	}
+	key := ref.Key
+	if key == "" {
+		key = movev1alpha1.DefaultKubeconfigSecretKey
+	}
+	e.find(movev1alpha1.ReasonTargetSecretMoves, fmt.Sprintf(
+		"Secret %s/%s, which spec.target.kubeconfigSecretRef names, is one of the objects the move takes, and the move would delete it from the source while it still needs the target; "+
+			"copy the kubeconfig to a Secret of its own (kubectl -n %s get secret %s -o jsonpath='{.data.%s}' | base64 -d > target.kubeconfig && kubectl -n %s create secret generic move-target --from-file=value=target.kubeconfig) and name that one in a new MoveOperation",
+		e.Namespace, ref.Name, e.Namespace, ref.Name, key, e.Namespace))
 	return nil
 }
 

@@ -185,13 +185,18 @@ func RunningPods(ctx context.Context, c client.Reader, controllers []Controller)
 // the MoveOperation status), else fallback. A Deployment with neither
 // annotation nor record that is running already is left alone: it was
 // restored before a crash and forgotten, or never stopped; scaling it to the
-// fallback would undo a count that is right. Restore is idempotent, also
-// after Forget.
+// fallback would undo a count that is right. A controller whose Deployment
+// is gone (deleted during the move) has nothing left to restore: it is left
+// out of what Restore returns, and restoring the others goes on. Restore is
+// idempotent, also after Forget.
 func Restore(ctx context.Context, c client.Client, controllers []Controller, fallback int32) ([]Controller, error) {
 	out := make([]Controller, 0, len(controllers))
 	for _, ctrl := range controllers {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
 			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 		}
 		current := ptr.Deref(d.Spec.Replicas, 1)
@@ -219,12 +224,16 @@ func Restore(ctx context.Context, c client.Client, controllers []Controller, fal
 }
 
 // Unavailable returns the controllers that are not yet Available at their
-// restored replica count, with a word on what each lacks.
+// restored replica count, with a word on what each lacks. One whose
+// Deployment is gone is not waited for.
 func Unavailable(ctx context.Context, c client.Reader, controllers []Controller) (map[types.NamespacedName]string, error) {
 	waiting := map[types.NamespacedName]string{}
 	for _, ctrl := range controllers {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
 			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 		}
 		reason, err := notAvailable(d)
@@ -264,11 +273,15 @@ func notAvailable(d *appsv1.Deployment) (string, error) {
 }
 
 // Forget drops the original-replicas annotation from every controller, once
-// it is restored and Available: the move no longer needs that memory.
+// it is restored and Available: the move no longer needs that memory. A
+// Deployment that is gone holds none.
 func Forget(ctx context.Context, c client.Client, controllers []Controller) error {
 	for _, ctrl := range controllers {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, ctrl.Key, d); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
 			return fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 		}
 		if _, ok := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]; !ok {
