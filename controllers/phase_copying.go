@@ -104,6 +104,17 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 		if changed != "" {
 			return failWith(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation"), nil
 		}
+		// Past the point of no return a deletion the source refuses is
+		// retried for ever, every provider stopped: ask first.
+		refusals, err := move.RehearseDeletion(ctx, r.Source, plan, r.Move)
+		if err != nil {
+			return outcome{}, err
+		}
+		if len(refusals) > 0 {
+			return failWith(movev1alpha1.ReasonDeletionRefused, fmt.Sprintf(
+				"the source refuses to let the move delete %d of the objects it moves (asked with dry-run requests before anything is deleted): %s; the move is rolled back: let the operator's identity delete them during the move (a policy or webhook that protects them from deletion), or leave them out of the move",
+				len(refusals), move.JoinRefusals(refusals))), nil
+		}
 		run.verified = true
 	}
 	// The last chance to roll back: nothing deletes with a provider running.

@@ -676,3 +676,62 @@ func TestAControllerDeletedDuringTheMoveIsLeftOutOfTheRestoreAndTheMoveFinishes(
 		g.Expect(notes[0]).To(ContainSubstring(key.String()))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "a Warning event names the controller that is not restored")
 }
+
+// Deletion protection (an admission policy that refuses to delete
+// Clusters, as platforms install against accidents) refused the move's
+// deletes only in Deleting, past the point of no return, where the move
+// retries for ever with every provider stopped. The move asks the source
+// with dry-run requests before that point, and rolls back on a refusal,
+// saying what refused and why. The policy is a real
+// ValidatingAdmissionPolicy, which the bypass does not cover.
+func TestADeletionTheSourceRefusesIsFoundBeforeThePointOfNoReturnAndTheMoveRollsBack(t *testing.T) {
+	rc := newRollbackCase(t, "protected")
+	ctx := context.Background()
+	g := NewWithT(t)
+	wc := rc.f.Clusters[0]
+	name := "protect-clusters-" + wc.Namespace
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{"cluster.x-k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"clusters"}},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "Clusters are protected from deletion"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: wc.Namespace}},
+			},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		g.Expect(env.Source.Client.Create(ctx, o)).To(Succeed())
+		t.Cleanup(func() { _ = env.Source.Client.Delete(ctx, o) }) // before the fleet is purged
+	}
+	cluster := &metav1.PartialObjectMetadata{}
+	cluster.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	cluster.SetNamespace(wc.Namespace)
+	cluster.SetName(wc.Name)
+	g.Eventually(func() error {
+		return env.Source.Client.Delete(ctx, cluster, client.DryRunAll)
+	}, 30*time.Second, 200*time.Millisecond).Should(MatchError(ContainSubstring("protected from deletion")), "the policy is in force")
+
+	startOperator(t, operatorOptions{})
+	mo := newMoveOperation(t, rc.ops, "protected", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonDeletionRefused)
+	failed := get(g, mo)
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("%s/%s", wc.Namespace, wc.Name)))
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("Clusters are protected from deletion"))
+	g.Expect(failed.Status.Progress.Deleted).To(BeZero())
+}

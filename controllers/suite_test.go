@@ -261,19 +261,31 @@ func (op *operator) intercept(c client.Client, cluster string, opts operatorOpti
 			}
 			return after("create", obj, c.Create(ctx, obj, o...))
 		},
+		// A dry run (the rehearsal of the deletion, the check of the
+		// copies with the target's webhooks) stores nothing: not a write,
+		// and no crash point.
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.UpdateOption) error {
+			if len((&client.UpdateOptions{}).ApplyOptions(o).DryRun) > 0 {
+				return c.Update(ctx, obj, o...)
+			}
 			if err := before("update", obj); err != nil {
 				return err
 			}
 			return after("update", obj, c.Update(ctx, obj, o...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, o ...client.PatchOption) error {
+			if len((&client.PatchOptions{}).ApplyOptions(o).DryRun) > 0 {
+				return c.Patch(ctx, obj, p, o...)
+			}
 			if err := before("patch", obj); err != nil {
 				return err
 			}
 			return after("patch", obj, c.Patch(ctx, obj, p, o...))
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.DeleteOption) error {
+			if len((&client.DeleteOptions{}).ApplyOptions(o).DryRun) > 0 {
+				return c.Delete(ctx, obj, o...)
+			}
 			if err := before("delete", obj); err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,17 +49,9 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	if len(refusals) == 0 {
 		return
 	}
-	names := make([]string, 0, len(refusals))
-	for i, ref := range refusals {
-		if i == 10 {
-			names = append(names, fmt.Sprintf("and %d more", len(refusals)-10))
-			break
-		}
-		names = append(names, ref.String())
-	}
 	r.reportTargetValidation(s, fmt.Sprintf(
 		"the target's webhooks refuse %d moved objects (checked with a dry-run update, spec.targetValidation %s); they are in the target, but their controllers' next write will be refused too until they are fixed: %s",
-		len(refusals), mode, strings.Join(names, "; ")))
+		len(refusals), mode, move.JoinRefusals(refusals)))
 }
 
 func (r *MoveOperationReconciler) reportTargetValidation(s *scope, msg string) {

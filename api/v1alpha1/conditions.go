@@ -82,6 +82,11 @@ const (
 	// before the point of no return (something the move does not stop
 	// scaled it up); the move is rolled back.
 	ReasonControllerRestarted = "ControllerRestarted"
+	// ReasonDeletionRefused: the source's admission (a policy or webhook
+	// the bypass does not cover) refuses to let the move delete what it
+	// moves, found with dry-run requests before the point of no return;
+	// the move is rolled back.
+	ReasonDeletionRefused = "DeletionRefused"
 	// ReasonControllerGone: a controller Deployment the move stopped was
 	// deleted during the move; the restore goes on without it (an event).
 	ReasonControllerGone = "ControllerGone"

@@ -109,11 +109,7 @@ func deleteForMove(ctx context.Context, c client.Client, o *graph.Object) (bool,
 		// Conflict: replaced or changed since the plan read it; the patch
 		// below tells which, and handles both.
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid":         ref.UID,
-		"annotations": map[string]any{graph.DeleteForMoveAnnotation: ""},
-		"finalizers":  nil,
-	}})
+	patch, err := deletionPatch(ref.UID)
 	if err != nil {
 		return false, err
 	}
@@ -131,6 +127,16 @@ func deleteForMove(ctx context.Context, c client.Client, o *graph.Object) (bool,
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// deletionPatch is the merge patch that prepares the object with UID uid
+// for its DELETE: the delete-for-move annotation on, its finalizers off.
+func deletionPatch(uid types.UID) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         uid,
+		"annotations": map[string]any{graph.DeleteForMoveAnnotation: ""},
+		"finalizers":  nil,
+	}})
 }
 
 // gone reports whether a request on an object named by UID failed because
