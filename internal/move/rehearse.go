@@ -30,9 +30,10 @@ import (
 // is written for; a policy that singles out other objects by their content
 // is met only in Deleting. It returns the refusals, sorted; an error that
 // says nothing of admission's answer (the source unreachable, a webhook
-// that could not be called) is returned as an error. An object gone since the plan was read is not rehearsed, and
-// neither is one behind a webhook that does not take dry-run requests: that
-// says nothing of what it does with the real ones.
+// that could not be called) is returned as an error. An object gone since
+// the plan was read is not rehearsed, and neither is one behind a webhook
+// that does not take dry-run requests: that says nothing of what it does
+// with the real ones.
 func RehearseDeletion(ctx context.Context, source client.Client, plan *graph.Plan, opts Options) ([]Refusal, error) {
 	var mu sync.Mutex
 	var refusals []Refusal
