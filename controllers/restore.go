@@ -41,13 +41,12 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 
 // restore brings one cluster's controllers back to their recorded replicas,
 // waits until they are Available, removes the webhook bypass, and, when
-// finish is set, unpauses what this move paused (recording first, when
-// copiesIn is given, which copy there each object the move kept has; in
-// the target after a move, checking the moved objects with its webhooks);
-// last it forgets the recorded replicas. It reports done=false while it
-// waits.
+// finish is set, unpauses what this move paused (first, when noteCopies is
+// given, noting on each object the move kept which copy it has; in the
+// target after a move, checking the moved objects with its webhooks); last
+// it forgets the recorded replicas. It reports done=false while it waits.
 func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, finish bool,
-	copiesIn func(context.Context) (*remote.Target, outcome, error)) (outcome, error) {
+	noteCopies func(context.Context) (outcome, error)) (outcome, error) {
 	controllers, err := r.controllersToRestore(ctx, s, c, role)
 	if err != nil {
 		return outcome{}, err
@@ -56,7 +55,7 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 		return o, err
 	}
 	if finish {
-		if o, err := r.finishRestore(ctx, s, c, role, copiesIn); err != nil || !o.isDone() {
+		if o, err := r.finishRestore(ctx, s, c, role, noteCopies); err != nil || !o.isDone() {
 			return o, err
 		}
 	}
@@ -118,22 +117,18 @@ func (r *MoveOperationReconciler) reportGone(ctx context.Context, s *scope, role
 }
 
 // finishRestore ends a restore that the move finishes (not a rollback's
-// of the target): it records, when copiesIn is given, which copy each
+// of the target): it notes, when noteCopies is given, which copy each
 // object the source keeps has; in the target after a move it checks the
 // moved objects with its webhooks; then it unpauses what this move paused.
 func (r *MoveOperationReconciler) finishRestore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole,
-	copiesIn func(context.Context) (*remote.Target, outcome, error)) (outcome, error) {
+	noteCopies func(context.Context) (outcome, error)) (outcome, error) {
 	ts, err := graph.DiscoverTypes(ctx, c)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	if copiesIn != nil {
-		target, o, err := copiesIn(ctx)
-		if err != nil || !o.isDone() {
+	if noteCopies != nil {
+		if o, err := noteCopies(ctx); err != nil || !o.isDone() {
 			return o, err
-		}
-		if err := r.recordCopiesOfKept(ctx, s, c, role, target); err != nil {
-			return outcome{}, err
 		}
 	}
 	if role == movev1alpha1.ClusterTarget && s.mo.Status.Phase == movev1alpha1.PhaseRestoringTarget {

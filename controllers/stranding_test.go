@@ -735,3 +735,49 @@ func TestADeletionTheSourceRefusesIsFoundBeforeThePointOfNoReturnAndTheMoveRolls
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("Clusters are protected from deletion"))
 	g.Expect(failed.Status.Progress.Deleted).To(BeZero())
 }
+
+// Once the target is restored, the source noted on what it keeps the
+// copies the target holds (for a later move's sake) before unpausing what
+// it keeps and removing its bypass, and waited for the target to do so for
+// ever: a target gone for good right after its restore left the source's
+// kept objects paused, its bypass in place and the claim held. Past
+// spec.timeouts.scaleUp the source's restore finishes without the notes,
+// and says so.
+func TestTheSourceFinishesItsRestoreWithoutATargetThatGoesAwayOnceRestored(t *testing.T) {
+	rc := newRollbackCase(t, "tgtgone")
+	ctx := context.Background()
+	g := NewWithT(t)
+	proxy := startProxy(t, env.Target.Config.Host)
+	kubeconfig := strings.Replace(string(targetKubeconfig), proxy.upstream, proxy.addr, 1)
+	newSecret(t, rc.ops, "via-proxy", map[string][]byte{"value": []byte(kubeconfig)})
+
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(_, verb string, obj client.Object) {
+		if mo, ok := obj.(*movev1alpha1.MoveOperation); ok && verb == "patch/status" && mo.Status.Phase == movev1alpha1.PhaseRestoringSource {
+			once.Do(proxy.cut) // the target goes away once restored
+		}
+	}})
+	mo := newMoveOperation(t, rc.ops, "target-gone", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("via-proxy"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{ScaleUp: &metav1.Duration{Duration: time.Second}},
+	})
+	waitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8s.List(ctx, events, client.InNamespace(rc.ops))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == movev1alpha1.ReasonCopiesNotNoted {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).NotTo(BeEmpty(), "a Warning event says the copies were not noted, and why")
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	proxy.restore()
+	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "both clusters' controllers are back and no webhook keeps the bypass")
+	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
+	if diff := snapshot.Diff(rc.before, after); diff != "" {
+		t.Fatalf("the target differs from the source before the move:\n%s", diff)
+	}
+}

@@ -87,6 +87,10 @@ const (
 	// moves, found with dry-run requests before the point of no return;
 	// the move is rolled back.
 	ReasonDeletionRefused = "DeletionRefused"
+	// ReasonCopiesNotNoted: RestoringSource could not use the target for
+	// longer than spec.timeouts.scaleUp, and finished without noting on
+	// what the source keeps the copies the target holds (an event).
+	ReasonCopiesNotNoted = "CopiesNotNoted"
 	// ReasonControllerGone: a controller Deployment the move stopped was
 	// deleted during the move; the restore goes on without it (an event).
 	ReasonControllerGone = "ControllerGone"
