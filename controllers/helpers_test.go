@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -401,4 +402,18 @@ func resourceVersions(ctx context.Context, g Gomega, m *testenv.Management, name
 		}
 	}
 	return out
+}
+
+// warningNotes returns the notes of the Warning events about mo with the
+// given reason.
+func warningNotes(ctx context.Context, g Gomega, mo *movev1alpha1.MoveOperation, reason string) []string {
+	events := &eventsv1.EventList{}
+	g.Expect(k8s.List(ctx, events, client.InNamespace(mo.Namespace))).To(Succeed())
+	var notes []string
+	for _, e := range events.Items {
+		if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
 }

@@ -399,14 +399,7 @@ func TestAWebhookTheAPIServerStillCallsDespiteTheBypassIsReloadedAndTheMoveFinis
 	g.Expect(refused.Load()).To(BeNumerically(">", 0), "the stale webhook refused the operator's deletion at least once")
 	g.Expect(reloaded.Load()).To(BeTrue(), "the configuration holding the webhook was written again")
 	g.Eventually(func(g Gomega) {
-		events := &eventsv1.EventList{}
-		g.Expect(k8s.List(ctx, events, client.InNamespace(rc.ops))).To(Succeed())
-		var notes []string
-		for _, e := range events.Items {
-			if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == movev1alpha1.ReasonBypassReapplied {
-				notes = append(notes, e.Note)
-			}
-		}
+		notes := warningNotes(ctx, g, mo, movev1alpha1.ReasonBypassReapplied)
 		g.Expect(notes).NotTo(BeEmpty())
 		g.Expect(notes[0]).To(ContainSubstring(webhook))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "a Warning event says which webhook was reloaded and why")
@@ -664,14 +657,7 @@ func TestAControllerDeletedDuringTheMoveIsLeftOutOfTheRestoreAndTheMoveFinishes(
 	}
 	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
 	g.Eventually(func(g Gomega) {
-		events := &eventsv1.EventList{}
-		g.Expect(k8s.List(ctx, events, client.InNamespace(rc.ops))).To(Succeed())
-		var notes []string
-		for _, e := range events.Items {
-			if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == movev1alpha1.ReasonControllerGone {
-				notes = append(notes, e.Note)
-			}
-		}
+		notes := warningNotes(ctx, g, mo, movev1alpha1.ReasonControllerGone)
 		g.Expect(notes).NotTo(BeEmpty())
 		g.Expect(notes[0]).To(ContainSubstring(key.String()))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "a Warning event names the controller that is not restored")
@@ -763,14 +749,7 @@ func TestTheSourceFinishesItsRestoreWithoutATargetThatGoesAwayOnceRestored(t *te
 	})
 	waitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
 	g.Eventually(func(g Gomega) {
-		events := &eventsv1.EventList{}
-		g.Expect(k8s.List(ctx, events, client.InNamespace(rc.ops))).To(Succeed())
-		var notes []string
-		for _, e := range events.Items {
-			if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == movev1alpha1.ReasonCopiesNotNoted {
-				notes = append(notes, e.Note)
-			}
-		}
+		notes := warningNotes(ctx, g, mo, movev1alpha1.ReasonCopiesNotNoted)
 		g.Expect(notes).NotTo(BeEmpty(), "a Warning event says the copies were not noted, and why")
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 

@@ -161,3 +161,17 @@ func (p *Plan) String() string {
 	_ = p.Print(&b)
 	return b.String()
 }
+
+// JoinFirstTen names items for a message: the first ten, then how many
+// more there are.
+func JoinFirstTen[T fmt.Stringer](items []T, sep string) string {
+	names := make([]string, 0, min(len(items), 11))
+	for i, item := range items {
+		if i == 10 {
+			names = append(names, fmt.Sprintf("and %d more", len(items)-10))
+			break
+		}
+		names = append(names, item.String())
+	}
+	return strings.Join(names, sep)
+}

@@ -25,17 +25,7 @@ type Refusal struct {
 func (r Refusal) String() string { return fmt.Sprintf("%s: %s", r.Object, r.Message) }
 
 // JoinRefusals names refusals for a message, the first ten of them.
-func JoinRefusals(refusals []Refusal) string {
-	names := make([]string, 0, min(len(refusals), 11))
-	for i, ref := range refusals {
-		if i == 10 {
-			names = append(names, fmt.Sprintf("and %d more", len(refusals)-10))
-			break
-		}
-		names = append(names, ref.String())
-	}
-	return strings.Join(names, "; ")
-}
+func JoinRefusals(refusals []Refusal) string { return graph.JoinFirstTen(refusals, "; ") }
 
 // ValidateInTarget sends each object, as it is in the target, through the
 // target's admission again: an update with dryRun=All, which runs every

@@ -144,14 +144,4 @@ func checkTargetObjects(ctx context.Context, e *Env) error {
 }
 
 // JoinRefs names objects for a message, the first ten of them.
-func JoinRefs(refs []graph.ObjectRef) string {
-	names := make([]string, 0, len(refs))
-	for i, ref := range refs {
-		if i == 10 {
-			names = append(names, fmt.Sprintf("and %d more", len(refs)-10))
-			break
-		}
-		names = append(names, ref.String())
-	}
-	return strings.Join(names, ", ")
-}
+func JoinRefs(refs []graph.ObjectRef) string { return graph.JoinFirstTen(refs, ", ") }
