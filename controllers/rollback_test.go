@@ -255,6 +255,16 @@ func TestAnUnreachableTargetDuringCopyingRollsTheMoveBackOnceItIsBack(t *testing
 	g.Expect(proxy.cuts.Load()).To(BeNumerically(">=", 1))
 }
 
+// targetViaProxy puts a proxy between the operator and the target, and in ns
+// a Secret "via-proxy" whose kubeconfig goes through it: proxy.cut takes the
+// target away.
+func targetViaProxy(t *testing.T, ns string) *tcpProxy {
+	proxy := startProxy(t, env.Target.Config.Host)
+	kubeconfig := strings.Replace(string(targetKubeconfig), proxy.upstream, proxy.addr, 1)
+	newSecret(t, ns, "via-proxy", map[string][]byte{"value": []byte(kubeconfig)})
+	return proxy
+}
+
 // tcpProxy forwards a local port to the target API server, and can be cut
 // (connections refused, open ones closed) and restored, as a network that
 // fails would.

@@ -252,9 +252,7 @@ func TestAMoveWaitsForATargetThatGoesAwayAfterThePointOfNoReturn(t *testing.T) {
 	rc := newRollbackCase(t, "tgtdown")
 	ctx := context.Background()
 	g := NewWithT(t)
-	proxy := startProxy(t, env.Target.Config.Host)
-	kubeconfig := strings.Replace(string(targetKubeconfig), proxy.upstream, proxy.addr, 1)
-	newSecret(t, rc.ops, "via-proxy", map[string][]byte{"value": []byte(kubeconfig)})
+	proxy := targetViaProxy(t, rc.ops)
 
 	var once sync.Once
 	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
@@ -733,9 +731,7 @@ func TestTheSourceFinishesItsRestoreWithoutATargetThatGoesAwayOnceRestored(t *te
 	rc := newRollbackCase(t, "tgtgone")
 	ctx := context.Background()
 	g := NewWithT(t)
-	proxy := startProxy(t, env.Target.Config.Host)
-	kubeconfig := strings.Replace(string(targetKubeconfig), proxy.upstream, proxy.addr, 1)
-	newSecret(t, rc.ops, "via-proxy", map[string][]byte{"value": []byte(kubeconfig)})
+	proxy := targetViaProxy(t, rc.ops)
 
 	var once sync.Once
 	startOperator(t, operatorOptions{onWrite: func(_, verb string, obj client.Object) {
