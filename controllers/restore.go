@@ -370,8 +370,8 @@ func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c cl
 }
 
 // target returns the target's client. When the Secret or kubeconfig is
-// wrong (changed after Validating: Validating refuses it) it says why, and
-// the phase waits: for a human where the table says so
+// wrong (changed since Validating, which waits until it is right) it says
+// why, and the phase waits: for a human where the table says so
 // (stallsWithoutTarget); in a phase that rolls back on failure, as an
 // error, so that the phase's timeout rolls the move back if the Secret is
 // not mended in time (a wait there would bypass that bound, with the
