@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/move"
 )
 
 // A crash sweep stops the operator before every one of its writes and
@@ -81,8 +82,14 @@ func (s *crashSections) sectionOf(w pendingWrite) string {
 // fleet's objects are named after its name, which differs from run to run,
 // then the workload cluster's index, then parts of their own, some
 // generated ("<fleet>-0-md-0-x7k2p"); what follows the fleet's name, up to
-// the next dash, is the same in every run ("0", or "classes").
+// the next dash, is the same in every run ("0", or "classes"). The
+// records of the copies ("moveoperation-<uid>-copies-<group>-<hash>")
+// belong to their group: one section per group.
 func (s *crashSections) owner(name string) string {
+	if _, record, ok := strings.Cut(name, "-copies-"); ok {
+		group, _, _ := strings.Cut(record, "-")
+		return "copies of group " + group
+	}
 	rest := strings.TrimPrefix(strings.TrimPrefix(name, s.fleet), "-")
 	head, _, _ := strings.Cut(rest, "-")
 	return head
@@ -125,10 +132,16 @@ func (s *crashSections) observe(_, verb string, obj client.Object) {
 }
 
 // options are the operator options that make an operator part of the run.
-// It polls often: a sweep is many moves, and waits are most of a move.
+// It polls often: a sweep is many moves, and waits are most of a move. It
+// copies in batches of sweepCopyBatch, so that the sweep crashes between
+// the batches of a group too.
 func (s *crashSections) options() operatorOptions {
-	return operatorOptions{crashIf: s.crash, onWrite: s.observe, pollInterval: 50 * time.Millisecond}
+	return operatorOptions{crashIf: s.crash, onWrite: s.observe, pollInterval: 50 * time.Millisecond, move: move.Options{CopyBatch: sweepCopyBatch}}
 }
+
+// sweepCopyBatch is the copy's batch in a sweep: a sweep's fleet has
+// groups of up to a dozen objects, far below move.DefaultCopyBatch.
+const sweepCopyBatch = 4
 
 // sizes returns the writes of each section that takes part in the sweep,
 // in the order the run first wrote in them.

@@ -44,6 +44,11 @@ type Copier struct {
 	copies map[types.UID]bool
 	// recordCopies, when set, records the copies of a group (see OnCopied).
 	recordCopies func(ctx context.Context, group int, uids []types.UID) error
+	// recorded are the copies of group recordedGroup recorded by this
+	// Copier: a group copied again after an error finds those it already
+	// finished among them.
+	recorded      map[types.UID]bool
+	recordedGroup int
 }
 
 // NewCopier returns a Copier of the plan's objects from source to target for
@@ -66,9 +71,11 @@ func (c *Copier) WithCopies(uids map[types.UID]bool) *Copier {
 }
 
 // OnCopied sets what records the copies of a group (their target UIDs) for
-// a later run or a rollback: it is called once every object of the group
-// exists in the target, before their managed fields are restored, which
-// takes away the operation's own entry, the last mark of the copy on it.
+// a later run or a rollback: it is called before their managed fields are
+// restored, which takes away the operation's own entry, the last mark of
+// the copy on it, once per batch of a group (Options.CopyBatch) with the
+// copies not recorded yet. What it records must add to what it recorded
+// before, never replace it: each call names other copies.
 func (c *Copier) OnCopied(record func(ctx context.Context, group int, uids []types.UID) error) *Copier {
 	c.recordCopies = record
 	return c
@@ -92,12 +99,14 @@ type CopyResult struct {
 // dropped, as the plan warned. Objects of an ownership cycle (the same
 // group) get those references once the whole group exists. Last, each copy
 // gets the source's managed fields, every manager's entry, pointed at the
-// same owners (restoreManagedFields), once the group's copies are recorded
-// (OnCopied).
+// same owners (restoreManagedFields), once it is recorded (OnCopied). The
+// group is copied in batches of Options.CopyBatch objects, each recorded
+// and given its managed fields before the next is copied, so that the copy
+// holds a batch's managed fields, never a group's.
 //
 // Objects found in the target when the plan was recorded (FoundInTarget)
 // are used as found. An object that already exists in the target otherwise
-// is progress when it is this operation's copy (isOurCopy: a restarted
+// is progress when it is this operation's copy (isOurs: a restarted
 // operator creates every group again), and a *ConflictError when it is not,
 // except for global objects and their hierarchies, which are used as found
 // (clusterctl does the same: a target may already have the provider's
@@ -113,62 +122,136 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 	if err := c.ensureNamespaces(ctx, objects); err != nil {
 		return CopyResult{}, err
 	}
+	c.beginGroup(group)
 
 	var (
 		mu     sync.Mutex
 		result CopyResult
-		ours   []copied
+		// inCycle are the copies whose owners are in their own group
+		// (ownership cycles): they are finished once the whole group exists.
+		inCycle []copied
 	)
-	err := forEachSeq(ctx, c.sources(ctx, objects), c.opts.concurrency(), func(ctx context.Context, item sourceItem) error {
-		created, copy, err := c.copyObject(ctx, item.object, item.source)
+	items, stop := iter.Pull(c.sources(ctx, objects))
+	defer stop()
+	for more := true; more; {
+		// One batch: its copies are made, then recorded and given their
+		// managed fields, before the next batch is read, so that memory
+		// holds the source managed fields of a batch, not of the group.
+		var batch []copied
+		err := forEachSeq(ctx, take(items, c.opts.copyBatch(), &more), c.opts.concurrency(), func(ctx context.Context, item sourceItem) error {
+			created, copy, err := c.copyObject(ctx, item.object, item.source)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if created {
+				result.Created++
+			} else {
+				result.Existing++
+			}
+			switch {
+			case copy == nil:
+			case len(copy.linkRefs) > 0:
+				inCycle = append(inCycle, *copy)
+			default:
+				batch = append(batch, *copy)
+			}
+			return nil
+		})
 		if err != nil {
-			return err
+			return result, fmt.Errorf("copying group %d to the target: %w", group+1, err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if created {
-			result.Created++
-		} else {
-			result.Existing++
+		if err := c.finish(ctx, group, batch); err != nil {
+			return result, err
 		}
-		if copy != nil {
-			ours = append(ours, *copy)
-		}
-		return nil
-	})
-	if err != nil {
-		return result, fmt.Errorf("copying group %d to the target: %w", group+1, err)
 	}
 
 	// Every member of the group exists now: link the owners that are in
-	// the group too (ownership cycles).
-	err = forEach(ctx, ours, c.opts.concurrency(), func(ctx context.Context, d copied) error {
-		if len(d.linkRefs) == 0 {
-			return nil
-		}
-		return c.linkOwners(ctx, d)
-	})
+	// the group too (ownership cycles), then finish those copies.
+	err := forEach(ctx, inCycle, c.opts.concurrency(), c.linkOwners)
 	if err != nil {
 		return result, fmt.Errorf("linking the owners of group %d in the target: %w", group+1, err)
 	}
-	if c.recordCopies != nil {
-		uids := make([]types.UID, 0, len(ours))
-		for _, d := range ours {
-			uids = append(uids, d.targetUID)
-		}
-		if err := c.recordCopies(ctx, group, uids); err != nil {
-			return result, fmt.Errorf("recording the copies of group %d: %w", group+1, err)
-		}
-	}
-	// Last, the managed fields, which are the last writes of each copy.
-	err = forEach(ctx, ours, c.opts.concurrency(), func(ctx context.Context, d copied) error {
-		return c.restoreManagedFields(ctx, d.object, d.targetUID, d.owners, d.managedFields)
-	})
-	if err != nil {
-		return result, fmt.Errorf("restoring the managed fields of group %d in the target: %w", group+1, err)
+	if err := c.finish(ctx, group, inCycle); err != nil {
+		return result, err
 	}
 	logger.V(1).Info("copied group to the target", "created", result.Created, "existing", result.Existing)
 	return result, nil
+}
+
+// take yields at most n items from next, and sets *more to false once next
+// has no more.
+func take[T any](next func() (T, bool), n int, more *bool) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for range n {
+			item, ok := next()
+			if !ok {
+				*more = false
+				return
+			}
+			if !yield(item) {
+				return
+			}
+		}
+	}
+}
+
+// finish makes the last writes of copies whose owners all exist: it records
+// them (OnCopied), then gives each the source's managed fields, which takes
+// away the operation's own entry, the last mark of the copy on it.
+func (c *Copier) finish(ctx context.Context, group int, copies []copied) error {
+	if len(copies) == 0 {
+		return nil
+	}
+	if c.recordCopies != nil {
+		var uids []types.UID
+		c.mu.Lock()
+		for _, d := range copies {
+			if !c.copies[d.targetUID] && !c.recorded[d.targetUID] {
+				uids = append(uids, d.targetUID)
+			}
+		}
+		c.mu.Unlock()
+		if len(uids) > 0 {
+			if err := c.recordCopies(ctx, group, uids); err != nil {
+				return fmt.Errorf("recording the copies of group %d: %w", group+1, err)
+			}
+		}
+		c.mu.Lock()
+		for _, u := range uids {
+			c.recorded[u] = true
+		}
+		c.mu.Unlock()
+	}
+	err := forEach(ctx, copies, c.opts.concurrency(), func(ctx context.Context, d copied) error {
+		return c.restoreManagedFields(ctx, d.object, d.targetUID, d.owners, d.managedFields)
+	})
+	if err != nil {
+		return fmt.Errorf("restoring the managed fields of group %d in the target: %w", group+1, err)
+	}
+	return nil
+}
+
+// beginGroup forgets the copies recorded for another group: a group is
+// copied again only until it succeeds, so only its own are needed to
+// know, when it is, which of the copies with the source's managed fields
+// are this operation's.
+func (c *Copier) beginGroup(group int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recorded == nil || c.recordedGroup != group {
+		c.recorded, c.recordedGroup = map[types.UID]bool{}, group
+	}
+}
+
+// isOurs reports whether an object found in the target is this operation's
+// copy: it still carries the operation's field manager, or it was recorded
+// as a copy, by an earlier run or by this one for the group it copies.
+func (c *Copier) isOurs(existing metav1.Object) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return isOurCopy(existing, c.operation, c.copies) || c.recorded[existing.GetUID()]
 }
 
 // copied is a copy this operation made (or made before a restart) of one
@@ -450,7 +533,7 @@ func (c *Copier) createInTarget(ctx context.Context, o *graph.Object, obj *unstr
 	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
 		return false, 0, false, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
 	}
-	ours := isOurCopy(existing, c.operation, c.copies)
+	ours := c.isOurs(existing)
 	if !ours && !o.Global && !o.InGlobalHierarchy {
 		earlier, err := c.isEarlierCopy(ctx, o, prov, sourceUnchanged, existing.GetUID())
 		if err != nil {

@@ -35,6 +35,28 @@ type Options struct {
 	// Concurrency bounds the requests in flight to one cluster;
 	// DefaultConcurrency when zero or negative.
 	Concurrency int
+	// CopyBatch is how many copies of a group are made before they are
+	// recorded and given their managed fields; DefaultCopyBatch when zero
+	// or negative.
+	CopyBatch int
+}
+
+// DefaultCopyBatch is how many copies the copy finishes at once when
+// Options.CopyBatch is zero. Until a copy is finished the copy holds its
+// source managed fields (about 800 bytes for a Cluster API object): a
+// thousand workload clusters put 18,000 objects in one group, whose fields
+// took 14.5 MB of the operator's heap at its peak when a group was
+// finished as a whole (issue #18). Each batch costs one write of its
+// record, and waits for its slowest copy before the next starts: with 500
+// that is one write more per 500 objects, and a pause of one request's
+// length.
+const DefaultCopyBatch = 500
+
+func (o Options) copyBatch() int {
+	if o.CopyBatch <= 0 {
+		return DefaultCopyBatch
+	}
+	return o.CopyBatch
 }
 
 func (o Options) concurrency() int {

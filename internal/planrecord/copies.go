@@ -5,7 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,17 +21,20 @@ import (
 )
 
 const (
-	// copiesOfLabel marks the ConfigMaps that record, group by group, the
+	// copiesOfLabel marks the ConfigMaps that record, batch by batch, the
 	// copies a move made in the target (value: the operation's UID).
 	copiesOfLabel = "move.cluster.x-k8s.io/copies-of"
 	copiesKey     = "uids.gz"
 )
 
-// SaveCopies records the target UIDs of the copies the move made of one
-// group: a copy whose managed fields are restored carries nothing else of
-// the move, and this is how a restarted operator, or a rollback, still
-// knows it as the move's own. One ConfigMap per group, written again when
-// the group is copied again (after a restart: the same copies).
+// SaveCopies records the target UIDs of copies the move made of one group:
+// a copy whose managed fields are restored carries nothing else of the
+// move, and this is how a restarted operator, or a rollback, still knows it
+// as the move's own. The copy records a group in batches, so each call
+// writes a ConfigMap of its own, named after the group and the UIDs it
+// holds: a call repeated with the same copies (a write whose answer was
+// lost, a resumed move) finds its ConfigMap there and changes nothing, and
+// no call takes away what an earlier one recorded.
 func SaveCopies(ctx context.Context, c client.Client, mo *movev1.MoveOperation, group int, uids []types.UID) error {
 	var raw strings.Builder
 	for _, u := range uids {
@@ -46,7 +52,7 @@ func SaveCopies(ctx context.Context, c client.Client, mo *movev1.MoveOperation, 
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: mo.Namespace,
-			Name:      fmt.Sprintf("moveoperation-%s-copies-%d", mo.UID, group),
+			Name:      fmt.Sprintf("moveoperation-%s-copies-%d-%s", mo.UID, group, uidsHash(uids)),
 			Labels:    map[string]string{copiesOfLabel: string(mo.UID)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: movev1.GroupVersion.String(), Kind: "MoveOperation", Name: mo.Name, UID: mo.UID,
@@ -54,19 +60,22 @@ func SaveCopies(ctx context.Context, c client.Client, mo *movev1.MoveOperation, 
 		},
 		BinaryData: map[string][]byte{copiesKey: buf.Bytes()},
 	}
-	err := c.Create(ctx, cm)
-	if apierrors.IsAlreadyExists(err) {
-		existing := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), existing); err != nil {
-			return fmt.Errorf("reading the record of the copies of group %d: %w", group+1, err)
-		}
-		existing.BinaryData = cm.BinaryData
-		err = c.Update(ctx, existing)
-	}
-	if err != nil {
-		return fmt.Errorf("recording the copies of group %d in ConfigMap %s/%s: %w", group+1, cm.Namespace, cm.Name, err)
+	if err := c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("recording %d copies of group %d in ConfigMap %s/%s: %w", len(uids), group+1, cm.Namespace, cm.Name, err)
 	}
 	return nil
+}
+
+// uidsHash names a set of UIDs, whatever their order.
+func uidsHash(uids []types.UID) string {
+	sorted := slices.Clone(uids)
+	slices.Sort(sorted)
+	h := fnv.New64a()
+	for _, u := range sorted {
+		_, _ = io.WriteString(h, string(u))
+		_, _ = h.Write([]byte{'\n'})
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // LoadCopies reads every copy recorded for the MoveOperation (target UIDs).
