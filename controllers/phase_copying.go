@@ -35,37 +35,92 @@ var copyingPhase = phaseSpec{
 // cannot be written, the source cannot be read again) rolls the move back
 // once Copying has made no progress for spec.timeouts.copy: before the
 // point of no return no retry may go on for ever with the providers
-// stopped.
+// stopped. An operator that keeps restarting while it copies reports no
+// error; see startCopyRun.
 func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (outcome, error) {
 	o, err := r.copying(ctx, s)
 	if err == nil {
 		return o, nil
 	}
 	timeout := durationOr(s.mo.Spec.Timeouts.Copy, 10*time.Minute)
-	if since := lastCopyProgress(s); time.Since(since) > timeout {
+	if since := lastCopyProgress(s, r.runFor(s.mo.UID)); time.Since(since) > timeout {
 		return failWith(movev1alpha1.ReasonCopyTimeout, fmt.Sprintf(
 			"Copying made no progress for %s (spec.timeouts.copy); the move is rolled back: %v", timeout, err)), nil
 	}
 	return outcome{}, err
 }
 
-// lastCopyProgress is when Copying last made progress: when it began, or
-// copied its last group.
-func lastCopyProgress(s *scope) time.Time {
+// lastCopyProgress is when Copying last made progress: when it began, when
+// it last copied a group further than before, or, in this operator's run,
+// when the run began Copying or last copied a group (again, after a
+// restart).
+func lastCopyProgress(s *scope, run *run) time.Time {
+	return latest(lastFurtherCopy(s), run.copyStarted, run.lastCopied)
+}
+
+// lastFurtherCopy is when Copying began or last copied a group further
+// than any run before.
+func lastFurtherCopy(s *scope) time.Time {
 	since := s.phaseStarted()
-	if p := s.mo.Status.Progress; p != nil && p.LastProgressTime != nil && p.LastProgressTime.After(since) {
-		since = p.LastProgressTime.Time
+	if p := s.mo.Status.Progress; p != nil && p.LastProgressTime != nil {
+		since = latest(since, p.LastProgressTime.Time)
 	}
 	return since
 }
 
+func latest(times ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range times {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+// maxCopyStarts is how many times operators may start Copying without
+// copying a group further before the copy timeout applies to the restarts:
+// one restart (an upgrade, a node drained) copies every group again, which
+// can take long at a large fleet, and must not roll the move back; an
+// operator that keeps being killed in the same place (out of memory) must.
+const maxCopyStarts = 3
+
+// startCopyRun counts, in the status and before anything else of this run
+// is done, that an operator run starts Copying. A run killed while it
+// copies returns no error to time out on, and the next run copies every
+// group again, each a success: without the count, an operator killed at
+// the same group every time would keep every provider stopped for ever.
+// Once maxCopyStarts runs copied nothing further for spec.timeouts.copy,
+// the move rolls back. The count is written before the run goes on; a
+// count lost to a status conflict allows one restart more.
+func (r *MoveOperationReconciler) startCopyRun(s *scope, run *run) outcome {
+	mo := s.mo
+	if mo.Status.Progress == nil {
+		mo.Status.Progress = &movev1alpha1.MoveProgress{}
+	}
+	progress := mo.Status.Progress
+	progress.CopyStarts++
+	run.copyStarted = time.Now()
+	run.copiedBefore = int(progress.CopiedGroups)
+	timeout := durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute)
+	if progress.CopyStarts > maxCopyStarts && time.Since(lastFurtherCopy(s)) > timeout {
+		return failWith(movev1alpha1.ReasonCopyInterrupted, fmt.Sprintf(
+			"operators started Copying %d times without copying more than %d groups (%d objects), and nothing further was copied for %s (spec.timeouts.copy): the operator keeps stopping while it copies (see its restarts, its last logs, and whether it is killed for exceeding its memory limit); the move is rolled back",
+			progress.CopyStarts, progress.CopiedGroups, progress.Copied, timeout))
+	}
+	return progressed()
+}
+
 func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
+	run := r.runFor(mo.UID)
+	if run.copyStarted.IsZero() {
+		return r.startCopyRun(s, run), nil
+	}
 	target, o, err := r.target(ctx, s)
 	if err != nil || !o.isDone() {
 		return o, err
 	}
-	run := r.runFor(mo.UID)
 	if run.copyPlan == nil {
 		if o, err := r.startCopying(ctx, s, target, run); err != nil || !o.isDone() {
 			return o, err
@@ -75,20 +130,27 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 	progress := progressOf(mo, plan)
 	// Progress is derived from the run on every reconcile, never added to:
 	// a status write lost to a conflict is then made good by the next one.
-	setCopyProgress(progress, plan, run.nextCopy)
+	// A restarted run copies the groups an earlier run copied again: they
+	// are in the target, and stay counted.
+	setCopyProgress(progress, plan, max(run.nextCopy, run.copiedBefore))
 	if run.nextCopy < len(plan.Groups) {
 		if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
 			var conflict *move.ConflictError
 			if errors.As(err, &conflict) {
 				return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
 			}
-			deadline := lastCopyProgress(s).Add(durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute))
+			deadline := lastCopyProgress(s, run).Add(durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute))
 			return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
 				run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
 		}
 		run.nextCopy++
-		setCopyProgress(progress, plan, run.nextCopy)
-		progress.LastProgressTime = ptrTime(time.Now())
+		run.lastCopied = time.Now()
+		if run.nextCopy > run.copiedBefore {
+			run.copiedBefore = run.nextCopy
+			progress.LastProgressTime = ptrTime(run.lastCopied)
+			progress.CopyStarts = 1
+		}
+		setCopyProgress(progress, plan, run.copiedBefore)
 		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
 		return progressed(), nil
 	}

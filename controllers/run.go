@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/move-operator/move-operator/internal/graph"
@@ -31,6 +33,11 @@ type run struct {
 	copier   *move.Copier
 	nextCopy int
 	verified bool
+	// copyStarted is when this run began Copying (counted in
+	// status.progress.copyStarts); lastCopied when it last copied a group;
+	// copiedBefore how many groups were copied when it began, or since.
+	copyStarted, lastCopied time.Time
+	copiedBefore            int
 
 	// deletePlan is the recorded plan Deleting removes from the source, last
 	// group first; nextDelete is the next group to delete.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -755,4 +756,51 @@ func TestTheSourceFinishesItsRestoreWithoutATargetThatGoesAwayOnceRestored(t *te
 	if diff := snapshot.Diff(rc.before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
+}
+
+// An operator killed at the same point of Copying every time (out of
+// memory at one group, say) reported no error for the copy timeout to act
+// on, and each restarted operator copied every group again, each a
+// success: the move stayed in Copying for ever, every provider stopped.
+// Once operators started Copying more than three times without copying a
+// group further, and nothing further was copied for spec.timeouts.copy,
+// the move rolls back. One restart alone does not (see the crash sweeps,
+// which restart the operator in every section of Copying under the default
+// timeout and end Done).
+func TestAnOperatorKilledAtTheSameGroupEveryTimeRollsTheMoveBack(t *testing.T) {
+	rc := newRollbackCase(t, "killed")
+	g := NewWithT(t)
+	var (
+		mu     sync.Mutex
+		groups []int32 // status.progress.copiedGroups as each status write left it
+	)
+	killed := operatorOptions{
+		crashIf: func(w pendingWrite) bool {
+			return w.cluster == "target" && w.verb == "create" && kindOf(w.obj) == "MachineDeployment"
+		},
+		onWrite: func(_, verb string, obj client.Object) {
+			if mo, ok := obj.(*movev1alpha1.MoveOperation); ok && verb == "patch/status" && mo.Status.Phase == movev1alpha1.PhaseCopying && mo.Status.Progress != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				groups = append(groups, mo.Status.Progress.CopiedGroups)
+			}
+		},
+	}
+	resumer := startResumer(t, startOperator(t, killed), killed)
+	mo := newMoveOperation(t, rc.ops, "killed", movev1alpha1.MoveOperationSpec{
+		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: 2 * time.Second}},
+	})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyInterrupted)
+	resumer.stop()
+
+	failed := get(g, mo)
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("keeps stopping while it copies"))
+	g.Expect(failed.Status.Progress.CopyStarts).To(BeNumerically(">", 3))
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(groups); i++ {
+		g.Expect(groups[i]).To(BeNumerically(">=", groups[i-1]), "the groups copied, as the status counts them, never go back after a restart: %v", groups)
+	}
+	g.Expect(slices.Max(groups)).To(BeNumerically(">", 0), "groups before the MachineDeployments' were copied")
 }

@@ -113,6 +113,9 @@ const (
 	ReasonScaleUpTimeout = "ScaleUpTimeout"
 	// ReasonCopyTimeout: copying made no progress for spec.timeouts.copy.
 	ReasonCopyTimeout = "CopyTimeout"
+	// ReasonCopyInterrupted: operators restarted while copying (three
+	// times or more) copied no group further for spec.timeouts.copy.
+	ReasonCopyInterrupted = "CopyInterrupted"
 	// ReasonObjectsChanged: the set of objects to move changed while they
 	// were copied (an object appeared in, or vanished from, a moved
 	// hierarchy: a writer the move does not stop created or deleted it).

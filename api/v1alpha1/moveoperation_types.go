@@ -340,7 +340,12 @@ type TimeoutsSpec struct {
 	BlockMove *metav1.Duration `json:"blockMove,omitempty"`
 
 	// copy bounds how long copying may go without progress (for example while
-	// the target API server is unreachable) before the move rolls back.
+	// the target API server is unreachable) before the move rolls back. It
+	// bounds an operator that keeps restarting while it copies, too (killed
+	// out of memory, say): a restarted operator copies every group again
+	// before it goes further, so once it has started Copying three times
+	// without copying a group further, the move rolls back when no further
+	// group was copied for this long.
 	// +optional
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
@@ -654,10 +659,16 @@ type MoveProgress struct {
 	// (deletion goes in reverse order).
 	// +optional
 	DeletedGroups int32 `json:"deletedGroups,omitempty"`
-	// lastProgressTime is when the move last copied or deleted a group; the
-	// copy timeout counts from it.
+	// lastProgressTime is when the move last copied a group further than
+	// before, or deleted a group; the copy timeout counts from it.
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+	// copyStarts is how many times an operator started Copying since a
+	// group was last copied further than before (1: the copy has not been
+	// interrupted since). A restarted operator copies every group again
+	// before it goes further; see spec.timeouts.copy.
+	// +optional
+	CopyStarts int32 `json:"copyStarts,omitempty"`
 	// summary is the progress of the current step as "done/total", the
 	// Progress column of kubectl get moveoperations.
 	// +optional
