@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -21,7 +22,25 @@ var recordingPhase = phaseSpec{
 
 // reconcileRecording saves the replica count of every controller in both
 // clusters, on the Deployments (never overwriting) and in status.
+//
+// An error that lasts longer than spec.timeouts.scaleDown rolls the move
+// back: nothing is stopped yet, but the move holds the source's claim and
+// may have suspended GitOps managers, and a target that went away would
+// otherwise keep it here for ever.
 func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *scope) (outcome, error) {
+	o, err := r.recording(ctx, s)
+	if err == nil {
+		return o, nil
+	}
+	timeout := durationOr(s.mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+	if time.Since(s.phaseStarted()) > timeout {
+		return failWith(movev1alpha1.ReasonRecordingTimeout, fmt.Sprintf(
+			"Recording still failed after %s (spec.timeouts.scaleDown); the move is rolled back: %v", timeout, err)), nil
+	}
+	return outcome{}, err
+}
+
+func (r *MoveOperationReconciler) recording(ctx context.Context, s *scope) (outcome, error) {
 	target, o, err := r.target(ctx, s)
 	if err != nil || !o.isDone() {
 		return o, err

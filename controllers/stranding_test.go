@@ -551,58 +551,84 @@ func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbac
 	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
 }
 
-// A target Secret made unusable during Copying (its key renamed: a
-// re-applied manifest, a rotation gone wrong) was waited for without end,
-// every provider of both clusters at zero: the copy's timeout did not apply
-// to it. It now does, as to any other error, and the move rolls back: the
-// source comes back without the target, the target once the Secret is
-// mended, and the status says what the rollback waits for meanwhile.
-func TestATargetSecretBrokenDuringCopyingRollsTheMoveBackInsteadOfWaitingForEver(t *testing.T) {
-	rc := newRollbackCase(t, "badsecret")
-	ctx := context.Background()
-	g := NewWithT(t)
-	newSecret(t, rc.ops, "breaks", map[string][]byte{"value": targetKubeconfig})
-	key := client.ObjectKey{Namespace: rc.ops, Name: "breaks"}
-	setData := func(data map[string][]byte) error {
-		return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-			s := &corev1.Secret{}
-			if err := env.Source.Client.Get(ctx, key, s); err != nil {
-				return err
+// A target Secret made unusable before the point of no return (its key
+// renamed: a re-applied manifest, a rotation gone wrong) was waited for
+// without end: in Copying every provider of both clusters at zero, the
+// copy's timeout not applying to it; in Recording with the source's claim
+// held and GitOps managers suspended, Recording having no timeout. Both
+// now count it as any other error against their timeout (Recording's is
+// spec.timeouts.scaleDown), and the move rolls back: the source comes back
+// without the target, the target once the Secret is mended, and the status
+// says what the rollback waits for meanwhile.
+func TestATargetSecretBrokenBeforeThePointOfNoReturnRollsTheMoveBackInsteadOfWaitingForEver(t *testing.T) {
+	for _, c := range []struct {
+		phase    movev1alpha1.MovePhase
+		timeouts movev1alpha1.TimeoutsSpec
+		reason   string
+		// breaksAt says whether the operator's write is where the Secret
+		// breaks: one of the phase's first writes.
+		breaksAt func(cluster, verb string, obj client.Object) bool
+	}{{
+		phase:    movev1alpha1.PhaseRecording,
+		timeouts: movev1alpha1.TimeoutsSpec{ScaleDown: &metav1.Duration{Duration: time.Second}},
+		reason:   movev1alpha1.ReasonRecordingTimeout,
+		breaksAt: func(_, verb string, obj client.Object) bool {
+			mo, ok := obj.(*movev1alpha1.MoveOperation)
+			return ok && verb == "patch/status" && mo.Status.Phase == movev1alpha1.PhaseRecording
+		},
+	}, {
+		phase:    movev1alpha1.PhaseCopying,
+		timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Second}},
+		reason:   movev1alpha1.ReasonCopyTimeout,
+		breaksAt: func(cluster, verb string, _ client.Object) bool { return cluster == "target" && verb == "create" },
+	}} {
+		t.Run("in "+string(c.phase), func(t *testing.T) {
+			rc := newRollbackCase(t, "badsecret")
+			ctx := context.Background()
+			g := NewWithT(t)
+			newSecret(t, rc.ops, "breaks", map[string][]byte{"value": targetKubeconfig})
+			key := client.ObjectKey{Namespace: rc.ops, Name: "breaks"}
+			setData := func(data map[string][]byte) error {
+				return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+					s := &corev1.Secret{}
+					if err := env.Source.Client.Get(ctx, key, s); err != nil {
+						return err
+					}
+					s.Data = data
+					return env.Source.Client.Update(ctx, s)
+				})
 			}
-			s.Data = data
-			return env.Source.Client.Update(ctx, s)
+
+			var once sync.Once
+			startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+				if c.breaksAt(cluster, verb, obj) {
+					once.Do(func() {
+						if err := setData(map[string][]byte{"kubeconfig": targetKubeconfig}); err != nil {
+							t.Errorf("breaking the target's Secret: %v", err)
+						}
+					})
+				}
+			}})
+			mo := newMoveOperation(t, rc.ops, "secret-breaks", movev1alpha1.MoveOperationSpec{
+				Target: targetRef("breaks"), Namespaces: rc.f.Namespaces, Timeouts: c.timeouts,
+			})
+
+			g.Eventually(func(g Gomega) {
+				got := get(g, mo)
+				g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
+				g.Expect(got.Status.FailureReason).To(Equal(c.reason))
+				g.Expect(got.Status.FailureMessage).To(ContainSubstring(`has no key "value"`))
+				stalled := meta.FindStatusCondition(got.Status.Conditions, movev1alpha1.StalledCondition)
+				g.Expect(stalled).NotTo(BeNil())
+				g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(stalled.Reason).To(Equal(movev1alpha1.ReasonTargetSecretKeyNotFound), "the rollback says it waits for the Secret")
+				g.Expect(sourceReplicasNow(g)).To(Equal(sourceReplicas(rc.stateBefore)), "the source's controllers do not wait for the target")
+			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+
+			g.Expect(setData(map[string][]byte{"value": targetKubeconfig})).To(Succeed())
+			rc.assertRolledBack(mo, c.reason)
 		})
 	}
-
-	var once sync.Once
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
-		if cluster == "target" && verb == "create" {
-			once.Do(func() {
-				if err := setData(map[string][]byte{"kubeconfig": targetKubeconfig}); err != nil {
-					t.Errorf("breaking the target's Secret: %v", err)
-				}
-			})
-		}
-	}})
-	mo := newMoveOperation(t, rc.ops, "secret-breaks", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("breaks"), Namespaces: rc.f.Namespaces,
-		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Second}},
-	})
-
-	g.Eventually(func(g Gomega) {
-		got := get(g, mo)
-		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
-		g.Expect(got.Status.FailureReason).To(Equal(movev1alpha1.ReasonCopyTimeout))
-		g.Expect(got.Status.FailureMessage).To(ContainSubstring(`has no key "value"`))
-		stalled := meta.FindStatusCondition(got.Status.Conditions, movev1alpha1.StalledCondition)
-		g.Expect(stalled).NotTo(BeNil())
-		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(stalled.Reason).To(Equal(movev1alpha1.ReasonTargetSecretKeyNotFound), "the rollback says it waits for the Secret")
-		g.Expect(sourceReplicasNow(g)).To(Equal(sourceReplicas(rc.stateBefore)), "the source's controllers do not wait for the target")
-	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
-
-	g.Expect(setData(map[string][]byte{"value": targetKubeconfig})).To(Succeed())
-	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
 }
 
 // A provider Deployment deleted during a move (an installer replacing it,

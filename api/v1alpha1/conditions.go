@@ -108,6 +108,10 @@ const (
 	// ReasonScaleDownTimeout: controller pods were still running when
 	// spec.timeouts.scaleDown ran out.
 	ReasonScaleDownTimeout = "ScaleDownTimeout"
+	// ReasonRecordingTimeout: Recording still failed (the target could not
+	// be used, a controller could not be written) when spec.timeouts.scaleDown
+	// ran out.
+	ReasonRecordingTimeout = "RecordingTimeout"
 	// ReasonScaleUpTimeout: restored controllers were not Available when
 	// spec.timeouts.scaleUp ran out.
 	ReasonScaleUpTimeout = "ScaleUpTimeout"

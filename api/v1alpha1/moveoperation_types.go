@@ -313,7 +313,9 @@ func (c ControllersSpec) AdditionalIn(role ClusterRole) []types.NamespacedName {
 // "90s", "5m" or "1h30m", and must be positive.
 type TimeoutsSpec struct {
 	// scaleDown bounds the wait for every controller pod in both clusters to
-	// be gone after scaling to zero.
+	// be gone after scaling to zero. It bounds Recording too, which writes
+	// the replica counts on the controllers before they are scaled down: an
+	// error that lasts longer (the target gone) rolls the move back.
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
