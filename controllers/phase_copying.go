@@ -167,7 +167,11 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 			return failWith(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation"), nil
 		}
 		// Past the point of no return a deletion the source refuses is
-		// retried for ever, every provider stopped: ask first.
+		// retried for ever, every provider stopped: ask first. A rehearsal
+		// that fails reads the whole source again on its retry, on purpose:
+		// the check of the moved set must stay the last read before
+		// Deleting, or an object created meanwhile in a moved hierarchy
+		// would be left behind, its owners deleted.
 		refusals, err := move.RehearseDeletion(ctx, r.Source, plan, r.Move)
 		if err != nil {
 			return outcome{}, err

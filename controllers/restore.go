@@ -106,12 +106,8 @@ func (r *MoveOperationReconciler) reportGone(ctx context.Context, s *scope, role
 	if len(gone) == 0 {
 		return
 	}
-	names := make([]string, 0, len(gone))
-	for _, k := range gone {
-		names = append(names, k.String())
-	}
 	msg := fmt.Sprintf("controller Deployments the move stopped were deleted from the %s cluster during the move, so they are not restored: %s",
-		strings.ToLower(string(role)), strings.Join(names, ", "))
+		strings.ToLower(string(role)), graph.JoinFirstTen(gone, ", "))
 	log.FromContext(ctx).Info(msg)
 	r.event(s.mo, "Warning", movev1alpha1.ReasonControllerGone, string(phaseOf(s.mo)), msg)
 }
