@@ -19,19 +19,29 @@ import (
 
 // buildPlan reads the source and plans the move by the rules.
 func (r *MoveOperationReconciler) buildPlan(ctx context.Context, mo *movev1alpha1.MoveOperation) (*graph.Plan, error) {
-	clusterSelector, err := clusterSelectorOf(mo)
+	g, sel, err := r.readSource(ctx, mo)
 	if err != nil {
 		return nil, err
 	}
+	return g.Plan(sel), nil
+}
+
+// readSource reads the graph of the source's objects the move may take, and
+// the selection of mo.
+func (r *MoveOperationReconciler) readSource(ctx context.Context, mo *movev1alpha1.MoveOperation) (*graph.Graph, graph.Selection, error) {
+	clusterSelector, err := clusterSelectorOf(mo)
+	if err != nil {
+		return nil, graph.Selection{}, err
+	}
 	ts, err := graph.DiscoverTypes(ctx, r.Source)
 	if err != nil {
-		return nil, fmt.Errorf("discovering the kinds to move: %w", err)
+		return nil, graph.Selection{}, fmt.Errorf("discovering the kinds to move: %w", err)
 	}
 	g, err := graph.Discover(ctx, r.Source, ts, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
 	if err != nil {
-		return nil, fmt.Errorf("reading the objects to move: %w", err)
+		return nil, graph.Selection{}, fmt.Errorf("reading the objects to move: %w", err)
 	}
-	return g.Plan(graph.Selection{ClusterSelector: clusterSelector}), nil
+	return g, graph.Selection{ClusterSelector: clusterSelector}, nil
 }
 
 // recordPlan returns the plan Copying creates: the recorded one when there
@@ -135,13 +145,15 @@ func (r *MoveOperationReconciler) planOfCopies(ctx context.Context, s *scope) (*
 
 // movedSetChanged reads the source again and reports, for a message, the
 // objects that moved hierarchies gained or lost since the plan was
-// recorded; "" when they hold the same objects.
+// recorded; "" when they hold the same objects. It compares the source's
+// graph with the recorded plan without planning it again: a second plan
+// beside the recorded one set a large move's peak memory.
 func (r *MoveOperationReconciler) movedSetChanged(ctx context.Context, mo *movev1alpha1.MoveOperation, recorded *graph.Plan) (string, error) {
-	now, err := r.buildPlan(ctx, mo)
+	g, sel, err := r.readSource(ctx, mo)
 	if err != nil {
 		return "", err
 	}
-	appeared, vanished := recorded.Changes(now)
+	appeared, vanished := g.ChangesSince(recorded, sel)
 	switch {
 	case len(appeared) > 0 && len(vanished) > 0:
 		return fmt.Sprintf("%s appeared and %s vanished in the source while the move copied", joinRefs(appeared), joinRefs(vanished)), nil

@@ -56,8 +56,9 @@ func newRollbackCase(t *testing.T, prefix string) *rollbackCase {
 }
 
 // assertRolledBack checks the failure is reported with its reason and both
-// clusters are back as they were; extra lists objects allowed in the source
-// that were not there before (made during the move by somebody else).
+// clusters are back as they were; extra lists objects of the source the
+// comparison leaves out (created or deleted during the move by somebody
+// else).
 func (rc *rollbackCase) assertRolledBack(mo *movev1alpha1.MoveOperation, reason string, extra ...snapshot.Key) {
 	t := rc.t
 	g := NewWithT(t)
@@ -71,13 +72,7 @@ func (rc *rollbackCase) assertRolledBack(mo *movev1alpha1.MoveOperation, reason 
 	g.Expect(stalled.Reason).To(Equal(reason))
 
 	after := inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...)
-	kept := &snapshot.Snapshot{}
-	for _, o := range after.Objects {
-		if !contains(keyStrings(extra), o.Key().String()) {
-			kept.Objects = append(kept.Objects, o)
-		}
-	}
-	if diff := snapshot.Diff(rc.before, kept); diff != "" {
+	if diff := snapshot.Diff(without(rc.before, extra), without(after, extra)); diff != "" {
 		t.Fatalf("the source is not as it was before the move:\n%s", diff)
 	}
 	for _, o := range inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...).Objects {
@@ -101,6 +96,17 @@ func (rc *rollbackCase) assertAsBefore(ctx context.Context, g Gomega) {
 	g.Expect(inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...).Objects).To(BeEmpty())
 	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "controllers and webhooks must be as before")
 	assertNoMoveMarks(ctx, g, env.Source.Client, rc.f.Namespaces)
+}
+
+// without returns the objects of s but those of keys.
+func without(s *snapshot.Snapshot, keys []snapshot.Key) *snapshot.Snapshot {
+	out := &snapshot.Snapshot{}
+	for _, o := range s.Objects {
+		if !contains(keyStrings(keys), o.Key().String()) {
+			out.Objects = append(out.Objects, o)
+		}
+	}
+	return out
 }
 
 func keyStrings(keys []snapshot.Key) []string {
@@ -170,9 +176,10 @@ func TestAConflictingObjectInTheTargetRollsTheMoveBack(t *testing.T) {
 // providers' webhooks: a Machine created then by another identity (a
 // provider that ignores pause) is refused. An object of a kind no stopped
 // webhook guards (here a Secret owned by the moved Cluster) is created, and
-// found before the point of no return: the move reads the source again
-// after its last group and rolls back.
-func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
+// one the move copied (the Cluster's kubeconfig Secret) is deleted: both are
+// found before the point of no return, where the move reads the source again
+// after its last group, and the move rolls back.
+func TestAnObjectCreatedOrDeletedWhileCopyingRollsTheMoveBack(t *testing.T) {
 	rc := newRollbackCase(t, "rogue")
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -180,6 +187,7 @@ func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
 	cluster := &clusterv1.Cluster{}
 	g.Expect(env.Source.Client.Get(ctx, client.ObjectKey{Namespace: wc.Namespace, Name: wc.Name}, cluster)).To(Succeed())
 	rogue := snapshot.Key{Kind: "Secret", Namespace: wc.Namespace, Name: wc.Name + "-rogue"}
+	victim := snapshot.Key{Kind: "Secret", Namespace: wc.Namespace, Name: wc.Name + "-kubeconfig"}
 	machines := &clusterv1.MachineList{}
 	g.Expect(env.Source.Client.List(ctx, machines, client.InNamespace(wc.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: wc.Name})).To(Succeed())
 	g.Expect(machines.Items).NotTo(BeEmpty())
@@ -188,10 +196,20 @@ func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
 	rogueMachine.Status = clusterv1.MachineStatus{}
 	var machineErr atomic.Value // the error creating the rogue Machine, as a string
 
-	var once sync.Once
+	var once, deleteOnce sync.Once
 	startOperator(t, operatorOptions{onWrite: func(cluster_, verb string, obj client.Object) {
 		if cluster_ != "target" || verb != "create" {
 			return
+		}
+		if obj.GetNamespace() == victim.Namespace && obj.GetName() == victim.Name {
+			// The move read it from the source to copy it; somebody
+			// deletes it there.
+			deleteOnce.Do(func() {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: victim.Namespace, Name: victim.Name}}
+				if err := env.Source.Client.Delete(ctx, s); err != nil {
+					t.Errorf("deleting the victim Secret: %v", err)
+				}
+			})
 		}
 		// The move has recorded its plan and copies: somebody adds a
 		// Secret to the Cluster's hierarchy in the source.
@@ -205,8 +223,9 @@ func TestAnObjectCreatedWhileCopyingRollsTheMoveBack(t *testing.T) {
 		})
 	}})
 	mo := newMoveOperation(t, rc.ops, "rogue", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonObjectsChanged, rogue)
-	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring(rogue.Name))
+	rc.assertRolledBack(mo, movev1alpha1.ReasonObjectsChanged, rogue, victim)
+	g.Expect(get(g, mo).Status.FailureMessage).To(
+		MatchRegexp(`Secret %s/%s appeared and .*Secret %s/%s vanished`, rogue.Namespace, rogue.Name, victim.Namespace, victim.Name))
 	g.Expect(machineErr.Load()).To(ContainSubstring("webhook"), "the stopped provider's webhook refuses everyone but the operator")
 }
 

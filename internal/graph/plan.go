@@ -124,13 +124,18 @@ type Plan struct {
 // Plan selects the objects to move and orders them. See the package
 // documentation for the rules.
 func (g *Graph) Plan(sel Selection) *Plan {
-	nodes := g.link()
-	s := newSelector(g, nodes, sel)
+	return g.selectMoved(sel).plan()
+}
+
+// selectMoved decides, by the rules, which objects of the graph move and
+// which of those stay in the source as well.
+func (g *Graph) selectMoved(sel Selection) *selector {
+	s := newSelector(g, g.link(), sel)
 	s.selectRoots()
 	s.applyRules()
 	s.block()
 	s.keep()
-	return s.plan()
+	return s
 }
 
 // selector holds the state of one Plan computation.
@@ -745,6 +750,44 @@ func (p *Plan) Changes(now *Plan) (appeared, vanished []ObjectRef) {
 	}
 	for _, o := range p.Objects() {
 		if _, ok := now.byUID[o.UID]; !ok {
+			vanished = append(vanished, o.ObjectRef)
+		}
+	}
+	return appeared, vanished
+}
+
+// ChangesSince returns what p.Changes(g.Plan(sel)) returns, without
+// building that plan: the objects sel moves in g that p does not, and the
+// objects of p that sel does not move in g. A move checks the source against
+// its recorded plan this way once everything is copied, while it holds the
+// recorded plan: a second plan beside it was the largest part of a large
+// move's memory (issue #18).
+func (g *Graph) ChangesSince(p *Plan, sel Selection) (appeared, vanished []ObjectRef) {
+	s := g.selectMoved(sel)
+	stillMoved := 0
+	for _, n := range s.nodes {
+		if !s.moved[n] {
+			continue
+		}
+		if _, ok := p.byUID[n.ref.UID]; ok {
+			stillMoved++
+		} else {
+			appeared = append(appeared, n.ref)
+		}
+	}
+	// The graph holds one node per UID: when as many of p's objects move as
+	// p has, none vanished, and the set below is not needed.
+	if stillMoved == p.Len() {
+		return appeared, nil
+	}
+	movedNow := make(map[types.UID]bool, len(s.nodes))
+	for _, n := range s.nodes {
+		if s.moved[n] {
+			movedNow[n.ref.UID] = true
+		}
+	}
+	for _, o := range p.Objects() {
+		if !movedNow[o.UID] {
 			vanished = append(vanished, o.ObjectRef)
 		}
 	}

@@ -812,48 +812,104 @@ func TestGroupOrderIsDeterministic(t *testing.T) {
 }
 
 func TestPlanChanges(t *testing.T) {
-	fleet := fleetCluster("ns1", "c1")
+	fleet := fleetCluster("ns1", "c1", label("env", "prod"))
 	cluster := fleet[0]
+	kubeconfig := fleet[16]
+	other := fleetCluster("ns1", "c2", label("env", "prod"))
+	loose := obj(gvkConfigMap, "ns1", "loose")
 	latecomer := obj(gvkMachine, "ns1", "late", ownedBy(cluster, false))
-	recorded := build(t, nil, fleet...).Plan(Selection{})
+	prod := labels.SelectorFromSet(labels.Set{"env": "prod"})
+	source := objects(fleet, other, []*unstructured.Unstructured{loose})
+	recorded := build(t, nil, source...).Plan(Selection{ClusterSelector: prod})
 	// As a move reads its plan back from its record: the groups alone.
 	readBack := NewPlan(recorded.Groups)
 
 	t.Run("a plan read back moves the same objects in the same groups", func(t *testing.T) {
-		if diff := cmp.Diff(recorded.String(), readBack.String()); diff != "" {
+		if diff := cmp.Diff(groupsOf(recorded), groupsOf(readBack)); diff != "" {
 			t.Errorf("plan read back differs (-want +got):\n%s", diff)
 		}
 		if readBack.Len() != recorded.Len() {
 			t.Errorf("plan read back holds %d objects, want %d", readBack.Len(), recorded.Len())
 		}
 	})
-	t.Run("an object that appeared in a moved hierarchy is found", func(t *testing.T) {
-		now := build(t, nil, append(slices.Clone(fleet), latecomer)...).Plan(Selection{})
-		appeared, vanished := readBack.Changes(now)
-		var got []string
-		for _, r := range appeared {
-			got = append(got, name(r))
-		}
-		if diff := cmp.Diff(names(latecomer), got); diff != "" {
-			t.Errorf("appeared objects differ (-want +got):\n%s", diff)
-		}
-		if len(vanished) != 0 {
-			t.Errorf("vanished = %v, want none", vanished)
-		}
-	})
-	t.Run("an object gone from the source is found", func(t *testing.T) {
-		gone := fleet[len(fleet)-1]
-		now := build(t, nil, fleet[:len(fleet)-1]...).Plan(Selection{})
-		appeared, vanished := readBack.Changes(now)
-		if len(appeared) != 0 || len(vanished) != 1 || vanished[0].UID != gone.GetUID() {
-			t.Errorf("Changes = %v, %v; want nothing appeared and %s vanished", appeared, vanished, nameOf(gone))
-		}
-	})
-	t.Run("the same source gives no changes", func(t *testing.T) {
-		if appeared, vanished := readBack.Changes(build(t, nil, fleet...).Plan(Selection{})); len(appeared)+len(vanished) != 0 {
-			t.Errorf("Changes = %v, %v; want none", appeared, vanished)
-		}
-	})
+
+	without := func(gone ...*unstructured.Unstructured) []*unstructured.Unstructured {
+		return slices.DeleteFunc(slices.Clone(source), func(u *unstructured.Unstructured) bool { return slices.Contains(gone, u) })
+	}
+	// The same object as in source (same UID), changed by edit.
+	changed := func(u *unstructured.Unstructured, edit option) []*unstructured.Unstructured {
+		now := without(u)
+		c := u.DeepCopy()
+		edit(c)
+		return append(now, c)
+	}
+	for _, tt := range []struct {
+		name               string
+		now                []*unstructured.Unstructured
+		appeared, vanished []string
+	}{{
+		name: "the same source gives no changes",
+		now:  source,
+	}, {
+		name:     "an object created in a moved hierarchy appeared",
+		now:      append(slices.Clone(source), latecomer),
+		appeared: names(latecomer),
+	}, {
+		name:     "an object deleted from the source vanished",
+		now:      without(fleet[len(fleet)-1]),
+		vanished: names(fleet[len(fleet)-1]),
+	}, {
+		name:     "an object that existed and now belongs to a moved hierarchy appeared",
+		now:      changed(loose, ownedBy(cluster, false)),
+		appeared: names(loose),
+	}, {
+		name:     "an object that now has an owner of a kind that does not move vanished",
+		now:      changed(kubeconfig, ownedByRef(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "keeper", "uid-keeper")),
+		vanished: names(kubeconfig),
+	}, {
+		name:     "a Cluster the selector no longer matches vanished with its hierarchy",
+		now:      changed(other[0], label("env", "staging")),
+		vanished: namesOf(other),
+	}, {
+		name:     "objects created and deleted are both found",
+		now:      append(without(fleet[len(fleet)-1]), latecomer),
+		appeared: names(latecomer),
+		vanished: names(fleet[len(fleet)-1]),
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := build(t, nil, tt.now...)
+			sel := Selection{ClusterSelector: prod}
+			appeared, vanished := g.ChangesSince(readBack, sel)
+			planned, plannedVanished := readBack.Changes(g.Plan(sel))
+			for _, c := range []struct {
+				what      string
+				got, want []string
+			}{
+				{"ChangesSince: appeared", refNames(appeared), tt.appeared},
+				{"ChangesSince: vanished", refNames(vanished), tt.vanished},
+				{"Changes: appeared", refNames(planned), tt.appeared},
+				{"Changes: vanished", refNames(plannedVanished), tt.vanished},
+			} {
+				if diff := cmp.Diff(sorted(c.want), sorted(c.got)); diff != "" {
+					t.Errorf("%s differ (-want +got):\n%s", c.what, diff)
+				}
+			}
+		})
+	}
+}
+
+func refNames(refs []ObjectRef) []string {
+	var out []string
+	for _, r := range refs {
+		out = append(out, name(r))
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
 
 func TestPlanChecks(t *testing.T) {
