@@ -139,6 +139,13 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 			if errors.As(err, &conflict) {
 				return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
 			}
+			// An object deleted from the source since the plan was
+			// recorded does not come back: waiting for the copy timeout
+			// would only keep every provider stopped longer.
+			var vanished *move.VanishedError
+			if errors.As(err, &vanished) {
+				return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
+			}
 			deadline := lastCopyProgress(s, run).Add(durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute))
 			return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
 				run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)

@@ -229,6 +229,36 @@ func TestAnObjectCreatedOrDeletedWhileCopyingRollsTheMoveBack(t *testing.T) {
 	g.Expect(machineErr.Load()).To(ContainSubstring("webhook"), "the stopped provider's webhook refuses everyone but the operator")
 }
 
+// An object deleted from the source after the plan was recorded and before
+// the move copies it does not come back: the move rolls back as soon as the
+// copy reads it, rather than retrying it until spec.timeouts.copy (here an
+// hour) with every provider stopped.
+func TestAnObjectDeletedBeforeItsCopyRollsTheMoveBackAtOnce(t *testing.T) {
+	rc := newRollbackCase(t, "vanish")
+	ctx := context.Background()
+	wc := rc.f.Clusters[0]
+	victim := snapshot.Key{Kind: "Secret", Namespace: wc.Namespace, Name: wc.Name + "-kubeconfig"}
+	var once sync.Once
+	startOperator(t, operatorOptions{onWrite: func(cluster_, verb string, _ client.Object) {
+		if cluster_ != "target" || verb != "create" {
+			return
+		}
+		// The move has recorded its plan and begun to copy: somebody
+		// deletes an object of a later group from the source.
+		once.Do(func() {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: victim.Namespace, Name: victim.Name}}
+			if err := env.Source.Client.Delete(ctx, s); err != nil {
+				t.Errorf("deleting the victim Secret: %v", err)
+			}
+		})
+	}})
+	mo := newMoveOperation(t, rc.ops, "vanish", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Hour}}})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonObjectsChanged, victim)
+	g := NewWithT(t)
+	g.Expect(get(g, mo).Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("Secret %s/%s vanished from the source while the move copied", victim.Namespace, victim.Name)))
+}
+
 func TestAnUnreachableTargetDuringCopyingRollsTheMoveBackOnceItIsBack(t *testing.T) {
 	rc := newRollbackCase(t, "unreach")
 	g := NewWithT(t)

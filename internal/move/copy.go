@@ -460,17 +460,22 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 }
 
 // readSource returns src, or, when it is nil, the object read from the
-// source; either way it checks that it is the object the plan saw.
+// source; either way it checks that it is the object the plan saw, and
+// returns a *VanishedError when it is not there any more.
 func (c *Copier) readSource(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if src == nil {
 		src = &unstructured.Unstructured{}
 		src.SetGroupVersionKind(o.GVK)
-		if err := retryTransient(ctx, func() error { return c.source.Get(ctx, o.Key(), src, readAtLeast(o.ResourceVersion)) }); err != nil {
+		err := retryTransient(ctx, func() error { return c.source.Get(ctx, o.Key(), src, readAtLeast(o.ResourceVersion)) })
+		if apierrors.IsNotFound(err) {
+			return nil, &VanishedError{Object: o.ObjectRef}
+		}
+		if err != nil {
 			return nil, fmt.Errorf("reading %s from the source: %w", o.ObjectRef, err)
 		}
 	}
 	if src.GetUID() != o.UID {
-		return nil, fmt.Errorf("reading %s from the source: it was replaced since the plan was made (UID %s, planned %s)", o.ObjectRef, src.GetUID(), o.UID)
+		return nil, &VanishedError{Object: o.ObjectRef, ReplacedBy: src.GetUID()}
 	}
 	return src, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -76,6 +77,23 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s already exists in the target and was not created by this move", e.Object)
 }
 
+// VanishedError reports an object of the plan that is no longer in the
+// source when the copy reads it: deleted, or deleted and created again under
+// its name, by a writer the move does not stop. The moved set changed, and
+// no retry brings the object back.
+type VanishedError struct {
+	Object graph.ObjectRef
+	// ReplacedBy is the UID of the object now under its name, if one is.
+	ReplacedBy types.UID
+}
+
+func (e *VanishedError) Error() string {
+	if e.ReplacedBy != "" {
+		return fmt.Sprintf("%s was replaced in the source while the move copied (UID %s, planned %s)", e.Object, e.ReplacedBy, e.Object.UID)
+	}
+	return fmt.Sprintf("%s vanished from the source while the move copied (deleted by a writer the move does not stop)", e.Object)
+}
+
 // GroupError gathers the failures of an operation over many objects.
 type GroupError struct {
 	// Errors are the failures, each naming its object.
@@ -99,7 +117,8 @@ func (e *GroupError) Error() string {
 	return msg
 }
 
-// Unwrap lets errors.As find a ConflictError among the failures.
+// Unwrap lets errors.As find a ConflictError or a VanishedError among the
+// failures.
 func (e *GroupError) Unwrap() []error { return e.Errors }
 
 // forEach runs fn for every item with at most concurrency calls at a time,

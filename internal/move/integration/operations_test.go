@@ -448,3 +448,47 @@ func TestAGlobalObjectAlreadyInTheTargetIsUsedAsFound(t *testing.T) {
 		t.Errorf("the rollback left the credentials the copy created")
 	}
 }
+
+// TestCopyReportsObjectsGoneFromTheSourceAsVanished deletes one planned
+// object from the source before its group is copied, and deletes and
+// creates another again under its name: the copy reports each as a
+// *VanishedError (the moved set changed, and no retry brings them back:
+// the operator rolls back at once instead of waiting for the copy
+// timeout), copies the others, and creates nothing for either.
+func TestCopyReportsObjectsGoneFromTheSourceAsVanished(t *testing.T) {
+	ctx := testContext(t)
+	source, target := clients(t)
+	ns, p, group := oneGroupOfConfigMaps(t, ctx, source, "vanished", 4)
+	if err := source.Delete(ctx, configMap(ns, "cm-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := source.Delete(ctx, configMap(ns, "cm-2")); err != nil {
+		t.Fatal(err)
+	}
+	replacement := configMap(ns, "cm-2", forceMove)
+	create(t, ctx, source, replacement)
+
+	_, err := move.NewCopier(source, target, p, operation(), move.Options{}).CopyGroup(ctx, group)
+	var groupErr *move.GroupError
+	if !errors.As(err, &groupErr) {
+		t.Fatalf("CopyGroup returned %v, want the failures of the two objects", err)
+	}
+	got := map[string]types.UID{}
+	for _, e := range groupErr.Errors {
+		var vanished *move.VanishedError
+		if !errors.As(e, &vanished) {
+			t.Errorf("failure %q is not a VanishedError", e)
+			continue
+		}
+		got[vanished.Object.Name] = vanished.ReplacedBy
+	}
+	if diff := cmp.Diff(map[string]types.UID{"cm-1": "", "cm-2": replacement.GetUID()}, got); diff != "" {
+		t.Errorf("vanished objects differ (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string]bool{"cm-0": true, "cm-1": false, "cm-2": false, "cm-3": true} {
+		_, err := get(ctx, target, configMapGVK, ns, name)
+		if copied := err == nil; copied != want {
+			t.Errorf("%s in the target: %v, want copied = %v", name, err, want)
+		}
+	}
+}
