@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -281,7 +282,7 @@ func (w *writer) create(ctx context.Context, obj client.Object, status func()) e
 	if err != nil {
 		return err
 	}
-	if err := w.c.Create(ctx, obj); err != nil {
+	if err := w.createOnce(ctx, obj); err != nil {
 		return fmt.Errorf("creating %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	w.count(gvk)
@@ -290,6 +291,59 @@ func (w *writer) create(ctx context.Context, obj client.Object, status func()) e
 	}
 	status()
 	return w.setStatus(ctx, obj)
+}
+
+// createOnce creates obj, retrying what a loaded API server or webhook
+// fails for a moment. A create retried after an answer was lost may find
+// the object made by the attempt before: obj is then read back, so that its
+// UID is the one the fleet's owner references name.
+func (w *writer) createOnce(ctx context.Context, obj client.Object) error {
+	retried := false
+	return retryTransient(ctx, func() error {
+		err := w.c.Create(ctx, obj)
+		if retried && apierrors.IsAlreadyExists(err) {
+			return w.c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		}
+		retried = true
+		return err
+	})
+}
+
+// fixtureAttempts bounds the attempts of one write of the fixture.
+const fixtureAttempts = 6
+
+// retryTransient calls fn until it succeeds, fails for good, or has failed
+// fixtureAttempts times for a reason that passes: a large fleet is created
+// on a loaded machine, where an API server or a Cluster API webhook (which
+// reads the ClusterClass a Cluster names) now and then times out. Creating
+// the whole fleet again for one such answer costs minutes at N=1,000.
+func retryTransient(ctx context.Context, fn func() error) error {
+	delay := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || attempt == fixtureAttempts || !transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// transient says whether err is an answer that retrying may change: the API
+// server's own timeouts and overload, and a webhook that could not answer in
+// time ("Please retry", or the deadline of its call).
+func transient(err error) bool {
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "Please retry") || strings.Contains(msg, "context deadline exceeded") ||
+		strings.Contains(msg, "failed calling webhook")
 }
 
 func (w *writer) count(gvk schema.GroupVersionKind) {
@@ -363,7 +417,7 @@ func (w *writer) setStatus(ctx context.Context, obj client.Object) error {
 	if err != nil {
 		return err
 	}
-	if err := w.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+	if err := retryTransient(ctx, func() error { return w.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)) }); err != nil {
 		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
