@@ -67,6 +67,13 @@ func startClusters(ctx context.Context, b *bench) (*clusters, error) {
 		return nil, fmt.Errorf("starting the management clusters: %w", err)
 	}
 	c := &clusters{env: env}
+	if b.opts.conversionWhileStopped {
+		for _, m := range []*testenv.Management{env.Source, env.Target} {
+			if err := m.CAPI.SetConversionWhileStopped(true); err != nil {
+				return nil, errors.Join(fmt.Errorf("serving conversion while the providers of %s are stopped: %w", m.Name, err), c.stop(true))
+			}
+		}
+	}
 	if err := c.prepare(ctx, b.root); err != nil {
 		return nil, errors.Join(err, c.stop(true))
 	}

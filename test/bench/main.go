@@ -102,6 +102,10 @@ type options struct {
 	// goMemLimit is the operator's GOMEMLIMIT: "deployment" for the one
 	// its Deployment sets, "off" for none, or a value as Go reads it.
 	goMemLimit string
+	// conversionWhileStopped keeps the providers' conversion webhooks
+	// served while their Deployments are at zero (see
+	// capiprovider.Installation.SetConversionWhileStopped).
+	conversionWhileStopped bool
 }
 
 // repetitions is how many times fleets of n clusters are moved.
@@ -130,6 +134,7 @@ func parseOptions(args []string) (options, error) {
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
 	fs.StringVar(&o.goMemLimit, "operator-gomemlimit", "deployment", "the operator's GOMEMLIMIT: \"deployment\" for the one "+managerManifest+" gives it, \"off\" for none, or a value such as 128MiB")
+	fs.BoolVar(&o.conversionWhileStopped, "conversion-while-stopped", false, "serve the providers' CRD conversion webhooks while their Deployments are at zero, admission still refused: what a move would cost if stopping the controllers did not stop conversion (not what real providers do)")
 	fs.StringVar(&o.heapProfileDir, "heap-profile", "", "sample the operator's heap every 2 s during its moves and write the profile taken at the peak to this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -284,6 +289,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	b.machine.settings += "; operator GOMEMLIMIT " + b.goMemLimit
+	if b.opts.conversionWhileStopped {
+		b.machine.settings += "; conversion webhooks served while the providers are at zero (-conversion-while-stopped)"
+	}
 	say("operator GOMEMLIMIT: %s", b.goMemLimit)
 
 	for _, n := range b.opts.sizes {

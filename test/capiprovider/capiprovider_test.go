@@ -278,6 +278,19 @@ func TestConversionWebhooksFollowTheProviderDeployment(t *testing.T) {
 	g.Expect(core.WaitServing(waitCtx, false)).To(Succeed())
 	g.Expect(m.Client.Get(ctx, client.ObjectKeyFromObject(crs), old)).To(MatchError(ContainSubstring("conversion webhook")))
 
+	// Asked to, the harness serves conversion while the provider is
+	// stopped, and still refuses its admission webhooks (the bench's
+	// stand-in for controllers that stop while conversion serves).
+	t.Cleanup(func() { NewWithT(t).Expect(m.CAPI.SetConversionWhileStopped(false)).To(Succeed()) })
+	g.Expect(m.CAPI.SetConversionWhileStopped(true)).To(Succeed())
+	g.Expect(m.Client.Get(ctx, client.ObjectKeyFromObject(crs), old)).To(Succeed(), "conversion should be served while the provider is stopped")
+	g.Expect(old.GetAPIVersion()).To(Equal("addons.cluster.x-k8s.io/v1beta1"))
+	g.Expect(core.Serving()).To(BeFalse(), "the admission webhooks of a stopped provider are not served")
+	err := m.Client.Create(ctx, objectOf[capiprovider.CoreProvider](ns))
+	g.Expect(err).To(MatchError(ContainSubstring("failed calling webhook")), "admission should still be refused while the provider is stopped")
+	g.Expect(m.CAPI.SetConversionWhileStopped(false)).To(Succeed())
+	g.Expect(m.Client.Get(ctx, client.ObjectKeyFromObject(crs), old)).To(MatchError(ContainSubstring("conversion webhook")))
+
 	scale(ctx, g, m, core, 1)
 	g.Expect(core.WaitServing(waitCtx, true)).To(Succeed())
 	g.Expect(m.Client.Get(ctx, client.ObjectKeyFromObject(crs), old)).To(Succeed())

@@ -108,14 +108,15 @@ type Provider struct {
 	syncErr error
 }
 
-// Serving reports whether the provider's webhooks accept connections now.
+// Serving reports whether the provider's webhooks are all served now.
 func (p *Provider) Serving() bool {
 	on, _ := p.server.state()
 	return on
 }
 
-// WaitServing waits until the provider's webhooks accept connections
-// (serving true) or refuse them (false), which follows the Ready pods of the
+// WaitServing waits until the provider's webhooks are all served (serving
+// true) or refused (false, its conversion webhook still served after
+// SetConversionWhileStopped), which follows the Ready pods of the
 // provider's Deployment.
 func (p *Provider) WaitServing(ctx context.Context, serving bool) error {
 	for {
@@ -132,6 +133,20 @@ func (p *Provider) WaitServing(ctx context.Context, serving bool) error {
 		case <-changed:
 		}
 	}
+}
+
+// SetConversionWhileStopped keeps every provider's CRD conversion webhook
+// served while its Deployment has no Ready pod (on), its admission webhooks
+// refused as before; off (the default) stops both, as a real provider
+// scaled to zero does. It stands for a provider whose controllers stop
+// while its conversion keeps serving, so the bench can measure what that
+// would change in a move.
+func (i *Installation) SetConversionWhileStopped(on bool) error {
+	var errs []error
+	for _, p := range i.Providers {
+		errs = append(errs, p.server.setConversionWhileStopped(on))
+	}
+	return errors.Join(errs...)
 }
 
 // Provider returns the installed provider named name (see the constants
@@ -645,7 +660,7 @@ func (i *Installation) Stop() error {
 		var errs []error
 		for _, p := range i.Providers {
 			if p.server != nil {
-				errs = append(errs, p.server.setServing(false))
+				errs = append(errs, p.server.stop())
 			}
 		}
 		if i.errLog != nil {

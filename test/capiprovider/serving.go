@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,43 +16,110 @@ import (
 // port 443, but only while told to: the API server dials the ClusterIP, so a
 // closed server yields exactly what a provider scaled to zero yields in a
 // real cluster, "connect: connection refused".
+//
+// With conversionWhileStopped it stays open while the provider is stopped,
+// answering its CRD conversion webhook and dropping every admission call
+// unanswered (the API server's call fails, and a failurePolicy Fail webhook
+// refuses the request as it does with the backend gone): what a provider
+// whose controllers stop while its conversion keeps serving would give. The
+// bench uses it to measure what such a design would save.
 type webhookServer struct {
 	addr    string
 	handler http.Handler
 	tls     *tls.Config
 	errLog  *log.Logger
 
-	mu     sync.Mutex
-	server *http.Server
-	// changed is closed and replaced whenever serving starts or stops, so
-	// waiters need not poll.
+	// ready is whether the provider's Deployment has Ready pods: every
+	// webhook is answered. Read without the lock by the handler.
+	ready atomic.Bool
+
+	mu                     sync.Mutex
+	conversionWhileStopped bool
+	server                 *http.Server
+	// changed is closed and replaced whenever ready changes, so waiters
+	// need not poll.
 	changed chan struct{}
 }
 
+// conversionPath is where controller-runtime serves a manager's CRD
+// conversion webhook.
+const conversionPath = "/convert"
+
 func newWebhookServer(addr string, handler http.Handler, cert tls.Certificate, errLog *log.Logger) *webhookServer {
-	return &webhookServer{
-		addr:    addr,
-		handler: handler,
+	s := &webhookServer{
+		addr: addr,
 		// HTTP/1.1 only, as Cluster API serves by default (--enable-http2=false).
 		tls:     &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
 		errLog:  errLog,
 		changed: make(chan struct{}),
 	}
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() && r.URL.Path != conversionPath {
+			dropUnanswered(w)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	})
+	return s
 }
 
-// setServing starts or stops serving. Stopping closes the listener and every
-// open connection at once (http.Server.Close, not Shutdown): a pod that goes
-// away does not finish its keep-alive connections politely either.
+// dropUnanswered closes the connection of a call without an answer, as a
+// backend that went away mid-call does.
+func dropUnanswered(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	http.Error(w, "provider stopped", http.StatusServiceUnavailable)
+}
+
+// setServing records whether the provider's Deployment has Ready pods, and
+// opens or closes the server to match.
 func (s *webhookServer) setServing(on bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ready.Load() != on {
+		s.ready.Store(on)
+		s.notify()
+	}
+	return s.listen(on || s.conversionWhileStopped)
+}
+
+// setConversionWhileStopped keeps the conversion webhook served while the
+// provider is stopped (on), or stops serving it with the rest (off, the
+// default, as a real provider scaled to zero).
+func (s *webhookServer) setConversionWhileStopped(on bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conversionWhileStopped = on
+	return s.listen(s.ready.Load() || on)
+}
+
+// stop closes the server for good, whatever it serves.
+func (s *webhookServer) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conversionWhileStopped = false
+	if s.ready.Load() {
+		s.ready.Store(false)
+		s.notify()
+	}
+	return s.listen(false)
+}
+
+// listen opens or closes the server; s.mu is held. Closing closes the
+// listener and every open connection at once (http.Server.Close, not
+// Shutdown): a pod that goes away does not finish its keep-alive
+// connections politely either.
+func (s *webhookServer) listen(on bool) error {
 	if on == (s.server != nil) {
 		return nil
 	}
 	if !on {
 		err := s.server.Close()
 		s.server = nil
-		s.notify()
 		return err
 	}
 	l, err := net.Listen("tcp", s.addr)
@@ -75,7 +143,6 @@ func (s *webhookServer) setServing(on bool) error {
 		}
 	}()
 	s.server = srv
-	s.notify()
 	return nil
 }
 
@@ -84,10 +151,10 @@ func (s *webhookServer) notify() {
 	s.changed = make(chan struct{})
 }
 
-// state reports whether the server is serving and a channel closed on the
-// next change.
+// state reports whether every webhook is served (the provider's Deployment
+// has Ready pods) and a channel closed on the next change.
 func (s *webhookServer) state() (bool, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.server != nil, s.changed
+	return s.ready.Load(), s.changed
 }
