@@ -80,6 +80,18 @@ func dropUnanswered(w http.ResponseWriter) {
 func (s *webhookServer) setServing(on bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.setServingLocked(on)
+}
+
+// setServingLocked is setServing with s.mu held. Ready is reported only
+// once the server listens: a port that cannot be bound leaves the webhooks
+// refused, and WaitServing says why.
+func (s *webhookServer) setServingLocked(on bool) error {
+	if on {
+		if err := s.listen(true); err != nil {
+			return err
+		}
+	}
 	if s.ready.Load() != on {
 		s.ready.Store(on)
 		s.notify()
@@ -102,11 +114,7 @@ func (s *webhookServer) stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.conversionWhileStopped = false
-	if s.ready.Load() {
-		s.ready.Store(false)
-		s.notify()
-	}
-	return s.listen(false)
+	return s.setServingLocked(false)
 }
 
 // listen opens or closes the server; s.mu is held. Closing closes the
