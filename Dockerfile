@@ -12,10 +12,15 @@ COPY main.go main.go
 COPY api/ api/
 COPY controllers/ controllers/
 COPY internal/ internal/
+# Built into the binary for `manager target-access` (go:embed in main.go).
+COPY dist/target-access.yaml dist/target-access.yaml
 
-# A static binary: the runtime image has no libc.
+# A static binary: the runtime image has no libc. The same flags as
+# `make image` (hack/image checks it): -buildvcs=false changes nothing here,
+# where the context holds no .git, and keeps the binaries identical if it ever
+# does.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o manager .
+    go build -trimpath -buildvcs=false -ldflags="-s -w" -o manager .
 
 # Distroless, non-root: nothing but the binary.
 FROM gcr.io/distroless/static:nonroot

@@ -3,11 +3,16 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -28,7 +33,9 @@ import (
 	"github.com/move-operator/move-operator/controllers"
 	"github.com/move-operator/move-operator/internal/claim"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
+	targetaccesscmd "github.com/move-operator/move-operator/internal/targetaccess/command"
 )
 
 var (
@@ -99,7 +106,19 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"namespace/name of the operator's own Deployment, never scaled down even when it matches the controllers selector.")
 }
 
+// targetAccessManifest is what `manager target-access` applies to a target
+// cluster: built into the binary, so that the command and the operator it
+// gives access to always agree on the rules.
+//
+//go:embed dist/target-access.yaml
+var targetAccessManifest []byte
+
 func main() {
+	// A subcommand comes first, with flags of its own; without one the
+	// binary is the manager, as the Deployment runs it.
+	if len(os.Args) > 1 && os.Args[1] == targetaccesscmd.Name {
+		os.Exit(runTargetAccess(os.Args[2:]))
+	}
 	var opts options
 	opts.bind(flag.CommandLine)
 	// No stack traces below panic: an error of a stuck move is one line with
@@ -113,6 +132,25 @@ func main() {
 		setupLog.Error(err, "manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// runTargetAccess runs `manager target-access` and returns its exit code:
+// 2 for a flag it cannot parse, 1 for any other error.
+func runTargetAccess(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := targetaccesscmd.Run(ctx, args, targetAccessManifest, os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, targetaccesscmd.ErrUsage):
+		if err != targetaccesscmd.ErrUsage { // the flag set printed the bare one
+			fmt.Fprintf(os.Stderr, "%s: %v\n", targetaccesscmd.Name, err)
+		}
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", targetaccesscmd.Name, err)
+	return 1
 }
 
 func run(opts options) error {
@@ -190,7 +228,16 @@ func run(opts options) error {
 		return err
 	}
 
-	setupLog.Info("starting manager", "operatorDeployment", self.String(), "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
+	// Who the API server takes the manager for is the identity the RBAC of
+	// dist/install.yaml must be bound to, and the one its webhook bypass
+	// will name: say it once, up front.
+	identity := "unknown"
+	if who, err := quiesce.WhoAmI(context.Background(), source); err != nil {
+		setupLog.Info("could not learn the manager's identity in the source; a move learns it again", "error", err.Error())
+	} else {
+		identity = who.Username
+	}
+	setupLog.Info("starting manager", "identity", identity, "operatorDeployment", self.String(), "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -69,8 +69,11 @@ func TestBadInputIsReportedAndNothingIsWritten(t *testing.T) {
 	startOperator(t, operatorOptions{})
 	ns := testenv.NewNamespace(t, env.Source, "bad-input")
 
-	execKubeconfig := strings.Replace(string(targetKubeconfig), "    client-certificate-data:",
-		"    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: gke-gcloud-auth-plugin\n      interactiveMode: Never\n    client-certificate-data:", 1)
+	execKubeconfig := strings.Replace(string(targetKubeconfig), "  user:\n",
+		"  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: gke-gcloud-auth-plugin\n      interactiveMode: Never\n", 1)
+	if execKubeconfig == string(targetKubeconfig) {
+		t.Fatal("the target kubeconfig has no \"  user:\" line to put the exec plugin under")
+	}
 	newSecret(t, ns, "no-key", map[string][]byte{"kubeconfig": targetKubeconfig})
 	newSecret(t, ns, "malformed", map[string][]byte{"value": []byte("clusters: [ {")})
 	newSecret(t, ns, "exec-plugin", map[string][]byte{"value": []byte(execKubeconfig)})

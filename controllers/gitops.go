@@ -17,9 +17,9 @@ import (
 // What the operator does to GitOps managers of moved objects, in the source
 // only (the target's GitOps tools are the user's to point at what moved):
 // read them, suspend them, and give them back what they had on a rollback.
-// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;patch;update
-// +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;patch;update
-// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;patch;update
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;patch
+// +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;patch
+// +kubebuilder:rbac:groups=argoproj.io,resources=applications,verbs=get;list;patch
 
 // suspendGitOps suspends, when spec.gitOps is Suspend, the GitOps managers
 // found in Validating, before the move writes anything else to the source.

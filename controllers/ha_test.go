@@ -3,18 +3,16 @@ package controllers_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/snapshot"
-	"github.com/move-operator/move-operator/test/testenv"
 )
 
 // Two replicas of the operator, as the installer's Deployment may run them,
@@ -36,7 +34,7 @@ func TestTheOtherReplicaFinishesAMoveWhenTheLeaderIsKilled(t *testing.T) {
 				// Cut its connection first, so that it writes nothing more
 				// between the decision and its death.
 				leader.proxy.cut()
-				_ = leader.cmd.Process.Kill()
+				_ = leader.run.Kill()
 			})
 			t.Logf("leader %s killed in %s; %s takes over", leader.name, killedIn, leader.other(replicas).name)
 			done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
@@ -54,47 +52,22 @@ func TestTheOtherReplicaFinishesAMoveWhenTheLeaderIsKilled(t *testing.T) {
 	}
 }
 
-var managerBuild struct {
-	sync.Once
-	path string
-	err  error
-}
-
-// buildManager builds the operator's binary once per test binary.
+// buildManager returns the manager binary out of the image (test/installed).
 func buildManager(t *testing.T) string {
 	t.Helper()
-	managerBuild.Do(func() {
-		root, err := testenv.RepositoryRoot("go test ./controllers/")
-		if err != nil {
-			managerBuild.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "move-operator-manager-")
-		if err != nil {
-			managerBuild.err = err
-			return
-		}
-		managerBuild.path = filepath.Join(dir, "manager")
-		cmd := exec.Command("go", "build", "-o", managerBuild.path, ".")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			managerBuild.err = err
-			t.Logf("go build: %s", out)
-		}
-	})
-	if managerBuild.err != nil {
-		t.Fatalf("building the manager: %v", managerBuild.err)
+	path, err := installed.ManagerBinary()
+	if err != nil {
+		t.Fatalf("getting the manager binary: %v", err)
 	}
-	return managerBuild.path
+	return path
 }
 
-// replica is the operator run as a process, talking to the source through
-// a proxy of its own (so one replica can be cut off alone).
+// replica is the operator run as installed, as a process, talking to the
+// source through a proxy of its own (so one replica can be cut off alone).
 type replica struct {
-	name    string
-	cmd     *exec.Cmd
-	proxy   *tcpProxy
-	logPath string
+	name  string
+	run   *installed.Running
+	proxy *tcpProxy
 }
 
 func startReplica(t *testing.T, manager, name string) *replica {
@@ -105,28 +78,22 @@ func startReplica(t *testing.T, manager, name string) *replica {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(strings.Replace(string(raw), proxy.upstream, proxy.addr, 1)), 0o600); err != nil {
+	id := *operatorIdentity
+	id.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(id.Kubeconfig, []byte(strings.Replace(string(raw), proxy.upstream, proxy.addr, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{name: name, proxy: proxy, logPath: filepath.Join(dir, "manager.log")}
-	logFile, err := os.Create(r.logPath)
+	r := &replica{name: name, proxy: proxy}
+	r.run, err = install.Start(context.Background(), installed.Process{
+		Binary: manager, Identity: &id,
+		// Short leases, so that the test's takeover takes seconds.
+		Args: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
+	}, filepath.Join(dir, "manager.log"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	r.cmd = exec.Command(manager,
-		"--leader-elect=true", "--leader-election-namespace=default",
-		"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
-	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("starting replica %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-		_ = logFile.Close()
+		_ = r.run.Kill()
 		if t.Failed() {
 			t.Logf("replica %s log:\n%s", name, r.log())
 		}
@@ -135,7 +102,7 @@ func startReplica(t *testing.T, manager, name string) *replica {
 }
 
 func (r *replica) log() string {
-	b, _ := os.ReadFile(r.logPath)
+	b, _ := os.ReadFile(r.run.LogPath)
 	return string(b)
 }
 

@@ -79,29 +79,43 @@ type MoveOperationReconciler struct {
 // Secrets and ConfigMaps of the moved hierarchies (the cluster Secrets, the
 // ClusterResourceSet resources) move with them, so they are listed and
 // deleted; the target kubeconfig Secret is read with a plain GET.
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create
 //
-// What a move does to the source cluster: it scales provider controllers,
-// patches webhook selectors, and copies, labels, pauses and deletes the
-// Cluster API objects (any CRD labelled clusterctl.cluster.x-k8s.io, plus
-// the Secrets and ConfigMaps of the moved hierarchies).
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;patch;update
+// What a move does to the source cluster: it scales provider controllers
+// (patch), adds its webhook bypass to their webhook configurations
+// (update), and reads, pauses (patch) and deletes the Cluster API objects
+// (any CRD labelled clusterctl.cluster.x-k8s.io, plus the Secrets and
+// ConfigMaps of the moved hierarchies). Kinds of other groups come from
+// ClusterRoles labelled move.cluster.x-k8s.io/aggregate-to-manager
+// (docs/access.md).
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups="",resources=services,verbs=get
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;update
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list
-// +kubebuilder:rbac:groups=cluster.x-k8s.io;infrastructure.cluster.x-k8s.io;bootstrap.cluster.x-k8s.io;controlplane.cluster.x-k8s.io;addons.cluster.x-k8s.io;ipam.cluster.x-k8s.io;runtime.cluster.x-k8s.io,resources=*,verbs=get;list;patch;update;delete
-// +kubebuilder:rbac:groups=clusterctl.cluster.x-k8s.io,resources=providers,verbs=get;list
+// +kubebuilder:rbac:groups=cluster.x-k8s.io;infrastructure.cluster.x-k8s.io;bootstrap.cluster.x-k8s.io;controlplane.cluster.x-k8s.io;addons.cluster.x-k8s.io;ipam.cluster.x-k8s.io,resources=*,verbs=get;list;patch;delete
+//
+// runtime.cluster.x-k8s.io holds only cluster-scoped kinds (ExtensionConfig):
+// copied, never deleted from the source.
+// +kubebuilder:rbac:groups=runtime.cluster.x-k8s.io,resources=*,verbs=get;list;patch
+// +kubebuilder:rbac:groups=clusterctl.cluster.x-k8s.io,resources=providers,verbs=list
 //
 // cluster-api-operator's provider objects are the inventory of providers it
 // installed (clusterctl's is absent there): the provider check reads them.
-// +kubebuilder:rbac:groups=operator.cluster.x-k8s.io,resources=coreproviders;bootstrapproviders;controlplaneproviders;infrastructureproviders;ipamproviders;addonproviders;runtimeextensionproviders,verbs=get;list
+// +kubebuilder:rbac:groups=operator.cluster.x-k8s.io,resources=coreproviders;bootstrapproviders;controlplaneproviders;infrastructureproviders;ipamproviders;addonproviders;runtimeextensionproviders,verbs=list
 //
 // The webhook bypass is scoped to the operator's own username, which it
 // learns from the API server.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=selfsubjectreviews,verbs=create
+//
+// The access preflight asks the API server whether the operator may do
+// what the move will do, before its first write (SelfSubjectAccessReview).
+// Kubernetes lets every authenticated user ask (system:basic-user), but a
+// cluster may have narrowed that role: granted here, the preflight never
+// depends on it.
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectaccessreviews,verbs=create
 //
 // The claim Lease lives in the manager's namespace, beside the leader
 // election Lease: the leader election Role grants it there.

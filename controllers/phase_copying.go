@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/move"
@@ -121,6 +123,12 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 	if err != nil || !o.isDone() {
 		return o, err
 	}
+	if err := r.followIdentities(ctx, s, target); err != nil {
+		return outcome{}, err
+	}
+	if err := r.followTarget(ctx, run, target); err != nil {
+		return outcome{}, err
+	}
 	if run.copyPlan == nil {
 		if o, err := r.startCopying(ctx, s, target, run); err != nil || !o.isDone() {
 			return o, err
@@ -147,6 +155,9 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 				return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
 			}
 			deadline := lastCopyProgress(s, run).Add(durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute))
+			if apierrors.IsUnauthorized(err) {
+				return r.copyUnauthorized(ctx, s, target, deadline, err)
+			}
 			return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
 				run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
 		}
@@ -216,7 +227,8 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, ta
 		return outcome{}, err
 	}
 	run.copyPlan = plan
-	run.copier = move.NewCopier(r.Source, target.Client, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID).
+	run.copyTarget, run.copyTargetOf, run.copyTargetID = &retargetable{Client: target.Client}, target, targetID
+	run.copier = move.NewCopier(r.Source, run.copyTarget, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID).
 		WithCopies(copies).
 		OnCopied(func(ctx context.Context, group int, uids []types.UID) error {
 			return planrecord.SaveCopies(ctx, r.Source, mo, group, uids)
@@ -225,4 +237,46 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, ta
 	// this move's copy, counts as progress.
 	run.nextCopy, run.verified = 0, false
 	return done(), nil
+}
+
+// followTarget points the copier at the client of the kubeconfig the
+// target Secret holds now: the credential may have been rotated since the
+// copier was made (a token that expires, replaced by whatever refreshes
+// it), and the old one refused. The copier keeps what it knows of the
+// groups it copied, so the copy goes on where it was. A Secret that now
+// names another cluster drops the copier instead, whose UIDs are the old
+// cluster's: Copying starts again there, as after a restart.
+func (r *MoveOperationReconciler) followTarget(ctx context.Context, run *run, target *remote.Target) error {
+	if run.copier == nil || run.copyTargetOf == target {
+		return nil
+	}
+	logger := log.FromContext(ctx)
+	id, err := remote.ClusterID(ctx, target.Client)
+	if err != nil {
+		return fmt.Errorf("target cluster: %w", err)
+	}
+	if id != run.copyTargetID {
+		logger.Info("the target Secret now names another cluster: copying every group again there", "server", target.Server)
+		run.copyPlan, run.copier, run.copyTarget, run.copyTargetOf = nil, nil, nil, nil
+		return nil
+	}
+	logger.Info("the target Secret holds a new kubeconfig: copying on with it", "server", target.Server)
+	run.copyTarget.Client, run.copyTargetOf = target.Client, target
+	return nil
+}
+
+// copyUnauthorized handles a group the target refused with 401
+// Unauthorized: the credential of the Secret expired or was revoked. The
+// Secret is read again at once: when it holds a new kubeconfig already,
+// the copy goes on with it now, not after the retry's backoff. Otherwise
+// it is an error like any other, bounded by spec.timeouts.copy, that says
+// what to mend.
+func (r *MoveOperationReconciler) copyUnauthorized(ctx context.Context, s *scope, used *remote.Target, deadline time.Time, err error) (outcome, error) {
+	ref := s.mo.Spec.Target.KubeconfigSecretRef
+	if now, gerr := r.Targets.Get(ctx, s.mo.Namespace, ref); gerr == nil && now != used {
+		log.FromContext(ctx).Info("the target refused the credential it was given, and the target Secret holds a new kubeconfig: copying on with it", "server", now.Server)
+		return waitFor(time.Millisecond, "the target refused the old credential; copying on with the new kubeconfig of the target Secret"), nil
+	}
+	return outcome{}, fmt.Errorf("the target %s refuses the credential of Secret %s/%s (401 Unauthorized: it expired or was revoked); put a valid kubeconfig in the Secret: the move uses it at its next retry, and rolls back if it makes no progress by %s: %w",
+		used.Server, s.mo.Namespace, ref.Name, deadline.UTC().Format(time.RFC3339), err)
 }

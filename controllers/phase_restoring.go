@@ -52,6 +52,11 @@ func (r *MoveOperationReconciler) restoreTarget(ctx context.Context, s *scope) (
 	if err != nil || !o.isDone() {
 		return o, err
 	}
+	// The webhooks of a provider its user keeps at zero let the operator
+	// through until the last step: its identity now, if it changed.
+	if err := r.followIdentities(ctx, s, target); err != nil {
+		return outcome{}, err
+	}
 	return r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, true, nil)
 }
 
@@ -65,6 +70,9 @@ func (r *MoveOperationReconciler) restoreTarget(ctx context.Context, s *scope) (
 // (see noteCopiesOfKept).
 func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, s *scope) (outcome, error) {
 	noteCopies := func(ctx context.Context) (outcome, error) { return r.noteCopiesOfKept(ctx, s) }
+	if err := r.followIdentities(ctx, s, nil); err != nil {
+		return outcome{}, err
+	}
 	return r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, noteCopies)
 }
 

@@ -28,6 +28,9 @@ var rollingBackPhase = phaseSpec{
 func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *scope) (outcome, error) {
 	run := r.runFor(s.mo.UID)
 	if !run.sourceRestored {
+		if err := r.followIdentities(ctx, s, nil); err != nil {
+			return outcome{}, err
+		}
 		if o, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); err != nil || !o.isDone() {
 			return o, err
 		}
@@ -41,6 +44,12 @@ func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *s
 	target, o, err := r.target(ctx, s)
 	if err != nil || !o.isDone() {
 		return o, err
+	}
+	// What the move created in the target is deleted through the webhooks
+	// of its stopped controllers: the bypass must name the identity the
+	// target's credential has now.
+	if err := r.followIdentities(ctx, s, target); err != nil {
+		return outcome{}, err
 	}
 	if !run.targetCleared {
 		if err := r.clearTarget(ctx, s, target, run); err != nil {

@@ -44,6 +44,12 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outc
 	if err != nil || !o.isDone() {
 		return o, err
 	}
+	// A move resumed by an operator that runs as another identity, or with
+	// a target credential of another identity, moves the bypass there
+	// first.
+	if err := r.followIdentities(ctx, s, target); err != nil {
+		return outcome{}, err
+	}
 	run := r.runFor(mo.UID)
 	if !run.bypassed {
 		// First of all, before any write to a Cluster API object: a provider

@@ -37,7 +37,7 @@ const retryValidation = 10 * time.Second
 func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
 	e := &preflight.Env{
-		Source: r.Source, Spec: mo.Spec, UID: mo.UID, Namespace: mo.Namespace,
+		Source: r.Source, Spec: mo.Spec, UID: mo.UID, Namespace: mo.Namespace, ClaimNamespace: r.Claim.Namespace,
 		Connect: func(ctx context.Context) (*remote.Target, error) {
 			return r.Targets.Get(ctx, mo.Namespace, mo.Spec.Target.KubeconfigSecretRef)
 		},

@@ -2,15 +2,18 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
@@ -325,5 +328,104 @@ func TestValidatingFailsNamingEveryFindingAndWaitsWhenTheFirstIsForAHuman(t *tes
 	}
 	if _, stop := verdict(nil); stop {
 		t.Error("no finding must let the move go on")
+	}
+}
+
+// rbacDenied is the 403 the API server returns when RBAC refuses a request.
+func rbacDenied(verb, resource, group, namespace string) error {
+	msg := fmt.Sprintf(`User "system:serviceaccount:move-operator-system:move-operator-controller-manager" cannot %s resource %q in API group %q`, verb, resource, group)
+	if namespace != "" {
+		msg += fmt.Sprintf(" in the namespace %q", namespace)
+	} else {
+		msg += " at the cluster scope"
+	}
+	return apierrors.NewForbidden(schema.GroupResource{Group: group, Resource: resource}, "x", errors.New(msg))
+}
+
+func TestAnAuthorizersRefusalFailsTheMoveAtOnceWhereTheTableSaysAndAnyOther403IsRetried(t *testing.T) {
+	webhook := apierrors.NewForbidden(schema.GroupResource{Group: "cluster.x-k8s.io", Resource: "clusters"}, "c1",
+		errors.New(`admission webhook "validation.cluster.cluster.x-k8s.io" denied the request: spec.topology is immutable`))
+	for _, tc := range []struct {
+		name  string
+		phase movev1alpha1.MovePhase
+		err   error
+		// want is the phase after; stalled says the move waits for a
+		// human with AccessDenied; retried says the error goes back to
+		// the controller's backoff.
+		want    movev1alpha1.MovePhase
+		stalled bool
+		retried bool
+	}{{
+		name:  "a list RBAC refuses in Validating fails the move, nothing being written",
+		phase: movev1alpha1.PhaseValidating,
+		err:   fmt.Errorf("check plan: reading the objects to move: %w", rbacDenied("list", "baremetalhosts", "metal3.io", "")),
+		want:  movev1alpha1.PhaseFailed,
+	}, {
+		name:  "a create RBAC refuses while Copying rolls the move back at once",
+		phase: movev1alpha1.PhaseCopying,
+		err:   fmt.Errorf("copying group 1: %w", rbacDenied("create", "machines", "cluster.x-k8s.io", "ns1")),
+		want:  movev1alpha1.PhaseRollingBack,
+	}, {
+		name:    "a delete RBAC refuses past the point of no return stalls the move for a human",
+		phase:   movev1alpha1.PhaseDeleting,
+		err:     rbacDenied("delete", "machines", "cluster.x-k8s.io", "ns1"),
+		want:    movev1alpha1.PhaseDeleting,
+		stalled: true,
+	}, {
+		name:    "a refusal while rolling back stalls the move for a human",
+		phase:   movev1alpha1.PhaseRollingBack,
+		err:     rbacDenied("delete", "namespaces", "", ""),
+		want:    movev1alpha1.PhaseRollingBack,
+		stalled: true,
+	}, {
+		name:    "an admission webhook's 403 while Copying is retried as before",
+		phase:   movev1alpha1.PhaseCopying,
+		err:     fmt.Errorf("copying group 1: %w", webhook),
+		want:    movev1alpha1.PhaseCopying,
+		retried: true,
+	}, {
+		name:    "any other error is retried as before",
+		phase:   movev1alpha1.PhaseValidating,
+		err:     errors.New("connection refused"),
+		want:    movev1alpha1.PhaseValidating,
+		retried: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScope(moveIn(pathTo(tc.phase)...))
+			res, err := s.applyError(specOf(tc.phase), tc.err)
+			mo := s.mo
+			if mo.Status.Phase != tc.want {
+				t.Fatalf("phase %s, want %s", mo.Status.Phase, tc.want)
+			}
+			if tc.retried {
+				if err != tc.err || !strings.Contains(s.waiting, "retrying") || mo.Status.FailureReason != "" || s.stalled != nil {
+					t.Errorf("error %v, waiting %q, failure %q, stalled %+v: want the error retried and said in the status", err, s.waiting, mo.Status.FailureReason, s.stalled)
+				}
+				return
+			}
+			if err != nil || res.RequeueAfter <= 0 {
+				t.Errorf("result %+v, error %v: a refusal is an outcome, reconciled again", res, err)
+			}
+			reason, message := mo.Status.FailureReason, mo.Status.FailureMessage
+			if tc.stalled {
+				if s.stalled == nil {
+					t.Fatal("not stalled")
+				}
+				reason, message = s.stalled.reason, s.stalled.message
+				if res.RequeueAfter < time.Second {
+					t.Errorf("requeue after %v: a stalled move waits for a human, not a hot loop", res.RequeueAfter)
+				}
+			}
+			if reason != movev1alpha1.ReasonAccessDenied {
+				t.Errorf("reason %q, want %q", reason, movev1alpha1.ReasonAccessDenied)
+			}
+			for _, w := range []string{"access denied", "system:serviceaccount:move-operator-system:move-operator-controller-manager", "- apiGroups: [", "verbs: ["} {
+				if !strings.Contains(message, w) {
+					t.Errorf("message %q lacks %q", message, w)
+				}
+			}
+			setConditions(s, time.Now())
+			checkKstatus(t, s, kstatusOf(t, mo))
+		})
 	}
 }

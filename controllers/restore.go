@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -176,6 +177,74 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 		}
 	}
 	return nil
+}
+
+// followIdentities makes the webhook bypass in each cluster let through
+// the identity the operator has there now, once per client: in the target,
+// for each new kubeconfig its Secret holds (a rotated credential may be
+// another ServiceAccount's); in the source, once per operator run (the
+// operator may run as another ServiceAccount than the one that began the
+// move). target is nil where only the source is looked at.
+//
+// Nothing of it is kept but in the clusters: the bypass's match condition
+// names the identity it lets through, and is rewritten in place (see
+// quiesce.RebindBypass), so a crash between two configurations leaves
+// some naming the old identity, and the next run, which checks once
+// before it writes, rewrites them. The removal of the bypass goes by the
+// condition's name, whichever identity it names.
+func (r *MoveOperationReconciler) followIdentities(ctx context.Context, s *scope, target *remote.Target) error {
+	run := r.runFor(s.mo.UID)
+	if !run.sourceIdentityFollowed {
+		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterSource, client: r.Source}); err != nil {
+			return err
+		}
+		run.sourceIdentityFollowed = true
+	}
+	if target != nil && run.identityFollowed != target {
+		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client}); err != nil {
+			return err
+		}
+		run.identityFollowed = target
+	}
+	return nil
+}
+
+// followIdentity asks a cluster who the operator is there, and moves to
+// that identity every bypass condition that names another; each move is
+// logged and raises a Warning event.
+func (r *MoveOperationReconciler) followIdentity(ctx context.Context, s *scope, c clusterClient) error {
+	who, err := quiesce.WhoAmI(ctx, c.client)
+	if err != nil {
+		return fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	rebound, err := quiesce.RebindBypass(ctx, c.client, who.Username)
+	if len(rebound.Configurations) > 0 {
+		msg := identityChangedMessage(s, c.role, who.Username, rebound)
+		log.FromContext(ctx).Info(msg, "cluster", c.role)
+		r.event(s.mo, "Warning", movev1alpha1.ReasonIdentityChanged, string(phaseOf(s.mo)), msg)
+	}
+	if err != nil {
+		return fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	return nil
+}
+
+func identityChangedMessage(s *scope, role movev1alpha1.ClusterRole, now string, rebound quiesce.Rebound) string {
+	before := make([]string, 0, len(rebound.From))
+	for _, u := range rebound.From {
+		if u == "" {
+			before = append(before, "an identity written in a form the operator does not write")
+			continue
+		}
+		before = append(before, strconv.Quote(u))
+	}
+	how := "runs as another ServiceAccount"
+	if role == movev1alpha1.ClusterTarget {
+		ref := s.mo.Spec.Target.KubeconfigSecretRef
+		how = fmt.Sprintf("uses the new credential of Secret %s/%s", s.mo.Namespace, ref.Name)
+	}
+	return fmt.Sprintf("the operator's identity in the %s cluster changed: it %s, and is %q there, no longer %s; the webhook bypass of the move now lets %q through, and no longer the old identity (wrote %s)",
+		strings.ToLower(string(role)), how, now, strings.Join(before, ", "), now, strings.Join(rebound.Configurations, ", "))
 }
 
 // reassertBypassAfter looks in a step's error for admission webhooks the

@@ -4,9 +4,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/remote"
 )
 
 // run is what the reconciler keeps in memory between reconciles of one
@@ -33,6 +35,14 @@ type run struct {
 	copier   *move.Copier
 	nextCopy int
 	verified bool
+	// copyTarget is the target client the copier writes through.
+	// followTarget points it at the client of the kubeconfig the target
+	// Secret holds now (copyTargetOf), so that a rotated credential is
+	// used at the next group, without copying again the groups done;
+	// copyTargetID is the target cluster the copier's UIDs belong to.
+	copyTarget   *retargetable
+	copyTargetOf *remote.Target
+	copyTargetID types.UID
 	// copyStarted is when this run began Copying (counted in
 	// status.progress.copyStarts); lastCopied when it last copied a group;
 	// copiedBefore how many groups were copied when it began, or since.
@@ -54,12 +64,26 @@ type run struct {
 	// the cache repeats RestoringTarget's last steps; the check need not).
 	targetValidated bool
 
+	// identityFollowed is the target client for which the bypass in the
+	// target was last made to name the operator's identity there (see
+	// followIdentities): a client of another kubeconfig may authenticate
+	// as somebody else. sourceIdentityFollowed is the same for the source,
+	// whose client does not change while the operator runs.
+	identityFollowed       *remote.Target
+	sourceIdentityFollowed bool
+
 	// sourceRestored is set once a rollback has restored the source.
 	sourceRestored bool
 	// targetCleared is set once a rollback has deleted what the move
 	// created in the target.
 	targetCleared bool
 }
+
+// retargetable is a client whose calls go to the client it holds when they
+// are made. The copier keeps one for the whole of Copying, and the run
+// points it at a new target client between reconciles, never during one:
+// the reconciles of one MoveOperation do not overlap.
+type retargetable struct{ client.Client }
 
 // reset forgets everything: the plan changed.
 func (r *run) reset() { *r = run{} }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,14 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
-	"github.com/move-operator/move-operator/internal/claim"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/testenv"
@@ -116,7 +115,7 @@ func TestOnlyOneMoveOperationIsActiveEvenWhenStatusWritesAreSlow(t *testing.T) {
 
 	g.Expect(timeline.overlaps()).To(BeEmpty(), "two MoveOperations were active at once")
 	g.Eventually(func() bool {
-		err := k8s.Get(ctx, types.NamespacedName{Namespace: metav1.NamespaceDefault, Name: claim.DefaultName}, &coordinationv1.Lease{})
+		err := k8s.Get(ctx, claimKey, &coordinationv1.Lease{})
 		return apierrors.IsNotFound(err)
 	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the claim is given up once the last move's end is written")
 }
@@ -177,13 +176,21 @@ func (tl *phaseTimeline) overlaps() []string {
 }
 
 // A kubeconfig that skips TLS verification and a certificate user as the
-// operator's identity do not stop a move, but the user hears of both.
+// operator's identity do not stop a move, but the user hears of both. The
+// installed operator's identities (ServiceAccounts in both clusters) raise
+// no such warning.
 func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
 	ensureSetup(t)
 	g := NewWithT(t)
 	ns := testenv.NewNamespace(t, env.Source, "warnings")
+	// A certificate user of the target's, as many hand-made kubeconfigs hold.
+	const sharedUser = "shared-move-operator"
+	_, sharedPath, err := env.Target.AddUser(sharedUser)
+	g.Expect(err).NotTo(HaveOccurred())
+	shared, err := os.ReadFile(sharedPath)
+	g.Expect(err).NotTo(HaveOccurred())
 	var insecure []string
-	for _, line := range strings.Split(string(targetKubeconfig), "\n") {
+	for _, line := range strings.Split(string(shared), "\n") {
 		if indent, _, found := strings.Cut(line, "certificate-authority-data:"); found {
 			line = indent + "insecure-skip-tls-verify: true"
 		}
@@ -196,7 +203,8 @@ func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
 
 	warnings := strings.Join(done.Status.Plan.Warnings, "\n")
 	g.Expect(warnings).To(ContainSubstring("insecure-skip-tls-verify"))
-	g.Expect(warnings).To(ContainSubstring(`acts as "` + operatorUser + `", which is not a ServiceAccount`))
+	g.Expect(warnings).To(ContainSubstring(string(movev1alpha1.ClusterTarget) + ` cluster: the operator acts as "` + sharedUser + `", which is not a ServiceAccount`))
+	g.Expect(warnings).NotTo(ContainSubstring(string(movev1alpha1.ClusterSource)+` cluster: the operator acts as`), "the installed operator is a ServiceAccount in the source")
 	g.Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
 		g.Expect(k8s.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())

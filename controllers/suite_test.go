@@ -14,14 +14,17 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,8 +37,11 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/controllers"
+	"github.com/move-operator/move-operator/internal/claim"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/remote"
+	"github.com/move-operator/move-operator/internal/targetaccess"
+	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -54,17 +60,26 @@ var (
 	sourceKubeconfig []byte
 	// k8s reads and writes MoveOperations and core kinds in the source.
 	k8s client.Client
-	// operatorConfig is the operator's own identity in the source, apart
-	// from the admin user the tests write with (its webhook bypass is scoped
-	// to it); targetKubeconfig holds its identity in the target.
+	// operatorConfig is the operator's own identity in the source, as
+	// installed: the ServiceAccount of dist/install.yaml, its RBAC applied,
+	// its token the only credential (see test/installed). targetKubeconfig
+	// holds its identity in the target, made as users make it
+	// (internal/targetaccess with dist/target-access.yaml).
 	operatorConfig *rest.Config
 	// operatorKubeconfig is a kubeconfig file of that identity in the source,
 	// for the operator run as a process.
 	operatorKubeconfig string
+	// operatorUser is the operator's username in the source, and
+	// targetUser in the target.
+	operatorUser, targetUser string
+	// install is dist/install.yaml, and operatorIdentity the identity of
+	// its ServiceAccount in the source.
+	install          *installed.Install
+	operatorIdentity *installed.Identity
+	// claimKey is the claim Lease, where the installed manager keeps it:
+	// beside its leader election Lease, in its own namespace.
+	claimKey types.NamespacedName
 )
-
-// operatorUser is the username of the operator in both clusters.
-const operatorUser = "move-operator"
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -106,14 +121,32 @@ func setup(e *testenv.Env) error {
 	if k8s, err = client.New(e.Source.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	if operatorConfig, operatorKubeconfig, err = e.Source.AddUser(operatorUser); err != nil {
-		return err
-	}
-	_, targetPath, err := e.Target.AddUser(operatorUser)
+	root, err := testenv.RepositoryRoot("go test ./controllers/")
 	if err != nil {
 		return err
 	}
-	if targetKubeconfig, err = os.ReadFile(targetPath); err != nil {
+	if install, err = installed.Read(root); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "move-operator-identity-")
+	if err != nil {
+		return err
+	}
+	id, err := install.Grant(context.Background(), e.Source.Config, dir)
+	if err != nil {
+		return err
+	}
+	operatorIdentity = id
+	operatorConfig, operatorKubeconfig, operatorUser = id.Config, id.Kubeconfig, id.Username
+	claimKey = types.NamespacedName{Namespace: id.Namespace, Name: claim.DefaultName}
+	manifest, err := os.ReadFile(filepath.Join(root, installed.TargetAccessPath))
+	if err != nil {
+		return err
+	}
+	if targetKubeconfig, _, err = targetaccess.Grant(context.Background(), e.Target.Config, manifest, targetaccess.Options{}); err != nil {
+		return fmt.Errorf("making the operator's target credential: %w", err)
+	}
+	if targetUser, err = whoAmI(targetKubeconfig); err != nil {
 		return err
 	}
 	if sourceKubeconfig, err = os.ReadFile(e.Source.KubeconfigPath); err != nil {
@@ -207,6 +240,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("move-operator"),
 		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400, Wrap: wrap("target")},
+		Claim:     claimKey,
 		Move:      opts.move,
 		// Poll often: the tests wait on these loops.
 		PollInterval: opts.pollInterval,
@@ -228,7 +262,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 // reported to opts.onWrite, and refused once opts.crashIf said crash.
 func (op *operator) intercept(c client.Client, cluster string, opts operatorOptions, crash func()) client.Client {
 	before := func(verb string, obj client.Object) error {
-		if _, ok := obj.(*authenticationv1.SelfSubjectReview); ok {
+		if asksOnly(obj) {
 			return nil // stores nothing: not a write, and no crash point
 		}
 		n := op.writes.Add(1)
@@ -243,7 +277,7 @@ func (op *operator) intercept(c client.Client, cluster string, opts operatorOpti
 		return nil
 	}
 	after := func(verb string, obj client.Object, err error) error {
-		if _, ok := obj.(*authenticationv1.SelfSubjectReview); ok {
+		if asksOnly(obj) {
 			return err
 		}
 		if err == nil && opts.onWrite != nil {
@@ -304,6 +338,16 @@ func (op *operator) intercept(c client.Client, cluster string, opts operatorOpti
 			return after("update/"+sub, obj, c.SubResource(sub).Update(ctx, obj, o...))
 		},
 	})
+}
+
+// asksOnly reports whether a create only asks the API server something
+// (who the operator is, whether it may do a thing) and stores nothing.
+func asksOnly(obj client.Object) bool {
+	switch obj.(type) {
+	case *authenticationv1.SelfSubjectReview, *authorizationv1.SelfSubjectAccessReview:
+		return true
+	}
+	return false
 }
 
 // stop stops the operator and waits until it has.
@@ -384,3 +428,20 @@ func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption)
 
 // unstructuredObj adapts a map to what kstatus reads.
 type unstructuredObj = unstructured.Unstructured
+
+// whoAmI asks the cluster a kubeconfig reaches who it authenticates.
+func whoAmI(kubeconfig []byte) (string, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return "", err
+	}
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(context.Background(), review); err != nil {
+		return "", fmt.Errorf("asking who a kubeconfig is: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}

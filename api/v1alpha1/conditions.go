@@ -124,6 +124,13 @@ const (
 	// were copied (an object appeared in, or vanished from, a moved
 	// hierarchy: a writer the move does not stop created or deleted it).
 	ReasonObjectsChanged = "ObjectsChanged"
+	// ReasonAccessDenied: the operator's identity in a cluster may not do
+	// something the move does there (RBAC); the message names the cluster,
+	// the verb, the resource and the ClusterRole rule that grants it. Found
+	// before anything is written the move fails; met later (RBAC changed
+	// during the move) it rolls back before the point of no return, and
+	// waits for the rule after it.
+	ReasonAccessDenied = "AccessDenied"
 	// ReasonGitOpsManaged: Flux or Argo CD manages objects to move and
 	// spec.gitOps is Refuse; the message names the managers.
 	ReasonGitOpsManaged = "GitOpsManaged"
@@ -160,6 +167,12 @@ const (
 	// ServiceAccount, so others may use it, and their writes skip the stopped
 	// providers' webhooks during the move as the operator's do.
 	ReasonSharedIdentity = "SharedIdentity"
+	// ReasonIdentityChanged: the operator's identity in a cluster changed
+	// during the move (the target Secret now holds another ServiceAccount's
+	// credential, or the operator runs as another ServiceAccount); the
+	// webhook bypass there now lets the new identity through, and no longer
+	// the old one.
+	ReasonIdentityChanged = "IdentityChanged"
 	// ReasonTargetValidationFailed: the target's admission webhooks refused a
 	// moved object in the dry-run update of spec.targetValidation.
 	ReasonTargetValidationFailed = "TargetValidationFailed"

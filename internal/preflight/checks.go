@@ -50,6 +50,9 @@ type Env struct {
 	Spec      movev1alpha1.MoveOperationSpec
 	UID       types.UID
 	Namespace string
+	// ClaimNamespace is where the claim's Lease is (the operator's own
+	// namespace), for the access check.
+	ClaimNamespace string
 	// Connect returns the target's client. A *remote.Error (the Secret or
 	// its kubeconfig is wrong) is a finding a user can fix; any other
 	// error is retried.
@@ -74,6 +77,10 @@ type Env struct {
 	check         string
 	selectorValid bool
 	targetChecked bool
+	// accessDenied is set when the operator may not do everything the
+	// move does: the checks after it that read the moved kinds do not
+	// run, so that their 403s are not reported twice.
+	accessDenied bool
 }
 
 // find records a finding of the running check.
@@ -99,13 +106,16 @@ type Check struct {
 }
 
 // Checks are the checks a move passes before it writes anything, in the
-// order they run: the input first, then the target, then what moves.
+// order they run: the input first, then the target, then the operator's
+// access, then what moves.
 func Checks() []Check {
 	return []Check{
 		{"selectors", checkSelectors},
 		{"namespaces", checkNamespaces},
 		{"target", checkTarget},
 		{"kinds", checkKinds},
+		// After the kinds are known, before anything lists them.
+		{"access", checkAccess},
 		{"providers", checkProviders},
 		{"managers", checkManagers},
 		{"plan", checkPlan},
@@ -117,9 +127,14 @@ func Checks() []Check {
 }
 
 // Run runs the checks in order, every one of them, so that a dry run
-// reports every finding at once, not only the first.
+// reports every finding at once, not only the first; once the access check
+// has found access missing, only the checks that read no more than it did
+// run (see readsOnlyWhatAccessNeeds).
 func Run(ctx context.Context, e *Env, checks []Check) error {
 	for _, c := range checks {
+		if e.accessDenied && !readsOnlyWhatAccessNeeds[c.Name] {
+			continue
+		}
 		e.check = c.Name
 		if err := c.Run(ctx, e); err != nil {
 			return fmt.Errorf("check %s: %w", c.Name, err)
@@ -128,6 +143,12 @@ func Run(ctx context.Context, e *Env, checks []Check) error {
 	e.check = ""
 	return nil
 }
+
+// readsOnlyWhatAccessNeeds are the checks that run before the access
+// check: they read the namespaces, the target's kube-system and the CRDs,
+// whose 403s are the reconciler's to report. Every later check lists or
+// reads what the access check found missing, or may.
+var readsOnlyWhatAccessNeeds = map[string]bool{"selectors": true, "namespaces": true, "target": true, "kinds": true, "access": true}
 
 func checkSelectors(_ context.Context, e *Env) error {
 	sel, err := selectorOf(e.Spec.ClusterSelector)

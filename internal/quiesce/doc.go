@@ -6,7 +6,12 @@
 // that is false for the operator's username (learnt with a SelfSubjectReview)
 // makes the API server skip the webhook for the operator's requests alone.
 // Everyone else's writes still reach the stopped webhooks and are refused, a
-// write freeze for the duration of the move.
+// write freeze for the duration of the move. The condition names the
+// username it lets through, and is the record of it: when the operator's
+// credential for a cluster changes identity during a move (a rotated
+// target credential of another ServiceAccount), RebindBypass rewrites it
+// for the new identity in place, and RemoveBypass removes it by name,
+// whichever identity it names.
 //
 // Everything it needs to undo its work is written to the cluster itself (the
 // original replica count on each Deployment, the named match condition on

@@ -232,8 +232,13 @@ const maxMatchConditions = 64
 // request.userInfo, so it never errors, not even on DELETE, where object is
 // null.
 func BypassExpression(username string) string {
-	return "request.userInfo.username != " + strconv.Quote(username)
+	return bypassExpressionPrefix + strconv.Quote(username)
 }
+
+// bypassExpressionPrefix is what BypassExpression puts before the quoted
+// username: the condition names the identity it lets through, and is the
+// record of it (see BypassedUsernames).
+const bypassExpressionPrefix = "request.userInfo.username != "
 
 // InstallBypass adds to each given webhook a match condition that is false
 // for requests of username, so the API server skips the webhook for the

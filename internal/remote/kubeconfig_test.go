@@ -240,3 +240,53 @@ func TestClientsAreReusedUntilTheSecretChanges(t *testing.T) {
 		t.Fatalf("a changed Secret must give a new client for the new server, got %q", changed.Server)
 	}
 }
+
+func TestARotatedTokenGivesANewClientAndOtherWritesToTheSecretDoNot(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "target"}, Data: map[string][]byte{"value": []byte(validKubeconfig)}}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(s).Build()
+	clients := &Clients{Reader: reader, Scheme: scheme}
+	ref := movev1alpha1.SecretKeyReference{Name: "target"}
+	ctx := context.Background()
+	first, err := clients.Get(ctx, "ops", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func(edit func(*corev1.Secret)) {
+		t.Helper()
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+			t.Fatal(err)
+		}
+		edit(s)
+		if err := reader.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("a label or finalizer written to the Secret keeps the client", func(t *testing.T) {
+		update(func(s *corev1.Secret) {
+			s.Labels = map[string]string{"team": "platform"}
+			s.Finalizers = []string{"move.cluster.x-k8s.io/in-use"}
+		})
+		again, err := clients.Get(ctx, "ops", ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != first {
+			t.Fatal("a Secret whose kubeconfig is unchanged must give back the same client")
+		}
+	})
+	t.Run("a rotated token gives a new client with the new token", func(t *testing.T) {
+		update(func(s *corev1.Secret) {
+			s.Data["value"] = []byte(strings.Replace(validKubeconfig, "secret-token-value", "rotated-token-value", 1))
+		})
+		rotated, err := clients.Get(ctx, "ops", ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rotated == first || rotated.Config.BearerToken != "rotated-token-value" {
+			t.Fatal("a rotated token must give a new client that sends it")
+		}
+	})
+}

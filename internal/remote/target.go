@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"strings"
@@ -32,8 +33,18 @@ type Target struct {
 }
 
 // Clients builds target clients from kubeconfig Secrets and keeps them while
-// the Secret is unchanged (same resourceVersion), so that one client, with
-// its connection pool, serves every reconcile of a move.
+// the Secret is unchanged (same resourceVersion, or the same kubeconfig
+// under another one), so that one client, with its connection pool, serves
+// every reconcile of a move.
+//
+// The Secret is read on every Get: a credential rotated there (a token that
+// expires, replaced by whatever refreshes it) gives a new *Target at the
+// next Get, and callers that keep a client across calls compare the
+// pointer to follow it. A client is not dropped when the target answers
+// 401 Unauthorized: the kubeconfig is self-contained (no token file, no
+// plugin; see ParseKubeconfig), so a client built again from the same
+// Secret would send the same credential and meet the same 401. Only a new
+// kubeconfig in the Secret can mend it, and that gives a new client.
 type Clients struct {
 	// Reader gets the Secret. Use an uncached reader (the manager's API
 	// reader): the operator then needs only "get" on Secrets.
@@ -52,7 +63,11 @@ type Clients struct {
 
 type cachedTarget struct {
 	resourceVersion string
-	target          *Target
+	// digest is the SHA-256 of the kubeconfig the target was built from:
+	// a write to the Secret that leaves the kubeconfig as it was (a label,
+	// the operator's own finalizer) keeps the client.
+	digest [sha256.Size]byte
+	target *Target
 }
 
 // Get returns a client for the target named by ref, a Secret in namespace.
@@ -80,9 +95,12 @@ func (c *Clients) Get(ctx context.Context, namespace string, ref movev1alpha1.Se
 	}
 
 	cacheKey := secretKey.String() + "#" + key
+	digest := sha256.Sum256(data)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[cacheKey]; ok && e.resourceVersion == secret.ResourceVersion {
+	if e, ok := c.entries[cacheKey]; ok && (e.resourceVersion == secret.ResourceVersion || e.digest == digest) {
+		e.resourceVersion = secret.ResourceVersion
+		c.entries[cacheKey] = e
 		return e.target, nil
 	}
 	cfg, err := ParseKubeconfig(data, fmt.Sprintf("Secret %s key %q", secretKey, key))
@@ -102,7 +120,7 @@ func (c *Clients) Get(ctx context.Context, namespace string, ref movev1alpha1.Se
 	if c.entries == nil {
 		c.entries = map[string]cachedTarget{}
 	}
-	c.entries[cacheKey] = cachedTarget{resourceVersion: secret.ResourceVersion, target: t}
+	c.entries[cacheKey] = cachedTarget{resourceVersion: secret.ResourceVersion, digest: digest, target: t}
 	return t, nil
 }
 

@@ -8,17 +8,23 @@ import (
 	"path/filepath"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -35,6 +41,9 @@ const (
 // ready for the three movers.
 type clusters struct {
 	env *testenv.Env
+	// identity is the operator's in the source, as installed: its only
+	// credential there.
+	identity *installed.Identity
 	// source is a client of the source that also knows MoveOperations.
 	source client.WithWatch
 	// types are the kinds a move takes, at their storage versions, as both
@@ -56,9 +65,9 @@ type clusters struct {
 	idle map[string]float64
 }
 
-// startClusters starts the pair, installs the MoveOperation CRD and the
-// target kubeconfig Secret in the source, reads every kind once in both
-// clusters and measures the idle request rate.
+// startClusters starts the pair, installs the MoveOperation CRD, the
+// operator's identity and the target kubeconfig Secret in the source, reads
+// every kind once in both clusters and measures the idle request rate.
 func startClusters(ctx context.Context, b *bench) (*clusters, error) {
 	env, err := testenv.Start(ctx, testenv.Options{CAPI: true, Logf: func(format string, args ...any) {
 		say("  "+format, args...)
@@ -74,13 +83,13 @@ func startClusters(ctx context.Context, b *bench) (*clusters, error) {
 			}
 		}
 	}
-	if err := c.prepare(ctx, b.root); err != nil {
+	if err := c.prepare(ctx, b); err != nil {
 		return nil, errors.Join(err, c.stop(true))
 	}
 	return c, nil
 }
 
-func (c *clusters) prepare(ctx context.Context, root string) error {
+func (c *clusters) prepare(ctx context.Context, b *bench) error {
 	scheme := capiprovider.NewScheme()
 	utilruntime.Must(movev1alpha1.AddToScheme(scheme))
 	var err error
@@ -88,20 +97,12 @@ func (c *clusters) prepare(ctx context.Context, root string) error {
 		return fmt.Errorf("creating a client for the source: %w", err)
 	}
 	if _, err := envtest.InstallCRDs(c.env.Source.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+		Paths: []string{filepath.Join(b.root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
 	}); err != nil {
 		return fmt.Errorf("installing the MoveOperation CRD in the source: %w", err)
 	}
-	kubeconfig, err := os.ReadFile(c.env.Target.KubeconfigPath)
-	if err != nil {
+	if err := c.grantOperator(ctx, b); err != nil {
 		return err
-	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: moveNamespace, Name: targetSecret},
-		Data:       map[string][]byte{movev1alpha1.DefaultKubeconfigSecretKey: kubeconfig},
-	}
-	if err := c.source.Create(ctx, secret); err != nil {
-		return fmt.Errorf("creating Secret %s/%s in the source: %w", moveNamespace, targetSecret, err)
 	}
 	if c.types, c.namespaced, err = moveTypes(ctx, c.env.Source.Client); err != nil {
 		return err
@@ -124,6 +125,64 @@ func (c *clusters) prepare(ctx context.Context, root string) error {
 		return err
 	}
 	return c.measureIdle(ctx)
+}
+
+// grantOperator gives the operator the access users give it, with the
+// admin credentials only to set it up: in the source, the ServiceAccount
+// and RBAC of dist/install.yaml and a token for it; in the target, what
+// `manager target-access` applies (dist/target-access.yaml) and a token for
+// its ServiceAccount, in the Secret the MoveOperations name.
+func (c *clusters) grantOperator(ctx context.Context, b *bench) error {
+	dir, err := os.MkdirTemp(b.workDir, "identity-")
+	if err != nil {
+		return err
+	}
+	if c.identity, err = b.install.Grant(ctx, c.env.Source.Config, dir); err != nil {
+		return fmt.Errorf("giving the operator its installed identity in the source: %w", err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(b.root, installed.TargetAccessPath))
+	if err != nil {
+		return err
+	}
+	kubeconfig, _, err := targetaccess.Grant(ctx, c.env.Target.Config, manifest, targetaccess.Options{})
+	if err != nil {
+		return fmt.Errorf("making the operator's target credential from %s: %w", installed.TargetAccessPath, err)
+	}
+	if err := targetaccess.WriteSecret(ctx, c.source, moveNamespace, targetSecret, movev1alpha1.DefaultKubeconfigSecretKey, kubeconfig); err != nil {
+		return err
+	}
+	targetConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return fmt.Errorf("reading the operator's target kubeconfig: %w", err)
+	}
+	// The manager logs no identity of its own: the bench asks each API
+	// server who the operator's credentials are, so that its log says what
+	// the move ran as.
+	for _, cred := range []struct {
+		cluster string
+		config  *rest.Config
+	}{{"source", c.identity.Config}, {"target", targetConfig}} {
+		user, err := whoAmI(ctx, cred.config)
+		if err != nil {
+			return fmt.Errorf("asking the %s who the operator's credential is: %w", cred.cluster, err)
+		}
+		say("  the operator's credential in the %s authenticates as %s", cred.cluster, user)
+	}
+	return nil
+}
+
+// whoAmI is the username the API server authenticates cfg as
+// (SelfSubjectReview: any authenticated user may ask, nothing is stored).
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return review.Status.UserInfo.Username, nil
 }
 
 // moveTypes lists the kinds both tools move, all and namespaced only.

@@ -1,71 +1,47 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strconv"
+	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/yaml"
+	"github.com/move-operator/move-operator/test/installed"
 )
 
-// managerManifest is the operator's Deployment as installed.
-const managerManifest = "config/manager/manager.yaml"
+// goMemLimitEnvName is the variable the Go runtime reads its soft memory
+// limit from.
+const goMemLimitEnvName = "GOMEMLIMIT"
 
-// deployedGoMemLimit is the GOMEMLIMIT the operator's Deployment gives its
-// manager container, in bytes, so that the bench runs the operator with the
-// memory settings it has when installed; "" when the Deployment sets none.
-// The Deployment takes it from the container's resources
-// (resourceFieldRef) or gives it literally.
-func deployedGoMemLimit(root string) (string, error) {
-	path := filepath.Join(root, managerManifest)
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = f.Close() }()
-	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-			return "", fmt.Errorf("%s holds no Deployment with a manager container", path)
-		} else if err != nil {
-			return "", fmt.Errorf("reading %s: %w", path, err)
-		}
-		if d.Kind != "Deployment" {
-			continue
-		}
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name == "manager" {
-				return goMemLimitOf(c)
-			}
-		}
-	}
+// goMemLimit is how the operator's GOMEMLIMIT is set for a run.
+type goMemLimit struct {
+	// env is added to the env the Deployment gives the manager (a later
+	// entry wins): empty when the bench keeps the Deployment's.
+	env []string
+	// describe says what the operator ran with, for the report.
+	describe string
 }
 
-func goMemLimitOf(c corev1.Container) (string, error) {
-	for _, e := range c.Env {
-		if e.Name != "GOMEMLIMIT" {
-			continue
+// operatorGoMemLimit resolves -operator-gomemlimit against the installer:
+// "deployment" keeps the env its Deployment gives the manager (test/installed
+// resolves it from the container's memory limit, as the kubelet does), so
+// the limit is stated once, in dist/install.yaml; "off" or "" runs without
+// one; anything else is passed as Go reads it.
+func (o options) operatorGoMemLimit(in *installed.Install) (goMemLimit, error) {
+	switch o.goMemLimit {
+	case "deployment":
+		env, err := in.Env()
+		if err != nil {
+			return goMemLimit{}, fmt.Errorf("reading the manager's env from %s: %w", installed.InstallPath, err)
 		}
-		if e.ValueFrom == nil || e.ValueFrom.ResourceFieldRef == nil {
-			return e.Value, nil
+		for _, e := range env {
+			if value, ok := strings.CutPrefix(e, goMemLimitEnvName+"="); ok {
+				return goMemLimit{describe: value + " (the Deployment's)"}, nil
+			}
 		}
-		resources := map[string]*resource.Quantity{
-			"requests.memory": c.Resources.Requests.Memory(),
-			"limits.memory":   c.Resources.Limits.Memory(),
-		}
-		ref := e.ValueFrom.ResourceFieldRef.Resource
-		q, ok := resources[ref]
-		if !ok || q.IsZero() {
-			return "", fmt.Errorf("the manager container's GOMEMLIMIT comes from %q, which %s does not set", ref, managerManifest)
-		}
-		return strconv.FormatInt(q.Value(), 10), nil
+		// The Deployment sets none; say so rather than let the bench's own
+		// environment decide.
+		return goMemLimit{env: []string{goMemLimitEnvName + "=off"}, describe: "off (the Deployment sets none)"}, nil
+	case "", "off":
+		return goMemLimit{env: []string{goMemLimitEnvName + "=off"}, describe: "off"}, nil
 	}
-	return "", nil
+	return goMemLimit{env: []string{goMemLimitEnvName + "=" + o.goMemLimit}, describe: o.goMemLimit}, nil
 }

@@ -24,6 +24,8 @@ type machineInfo struct {
 	settings   string
 	loadBefore string
 	loadAfter  string
+	// operator says which manager binary ran and how (prepareOperator).
+	operator string
 }
 
 func describeMachine(ctx context.Context, root string, o options) machineInfo {

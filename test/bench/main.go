@@ -20,23 +20,29 @@
 // repetition (see moveOrder in fleets.go). Each move is checked afterwards: the target namespace holds
 // every object the source namespace held, the source namespace holds none.
 //
-// The operator is built from this working tree into the run's directory
-// (never over bin/manager) and started afresh for every move, so its peak
-// RSS belongs to that move alone.
+// The operator runs as users install it (package installed): the manager
+// binary taken out of the host platform's image (hack/image builds it from
+// this working tree into bin/image, as make image does, unless
+// MOVE_OPERATOR_IMAGE_DIR names the tarballs make image wrote), with the
+// args and env of the Deployment in dist/install.yaml, the ServiceAccount
+// and RBAC of that file as its only rights in the source, and a target
+// credential made as `manager target-access` makes it from
+// dist/target-access.yaml. The bench adds only what it measures with or
+// tunes (see operatorMover.prepare). It is started afresh for every move, so
+// its peak RSS belongs to that move alone. clusterctl and the baseline use
+// the clusters' admin kubeconfigs, as users run clusterctl.
 //
-// The program never touches anything outside the directories it creates
-// under the system's temporary directory, which it removes when it
-// succeeds (logs are kept on failure).
+// The program never touches anything outside bin/image and the directories
+// it and package installed create under the system's temporary directory;
+// it removes its own when it succeeds (logs are kept on failure).
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -48,6 +54,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/localcluster"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -133,7 +140,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
-	fs.StringVar(&o.goMemLimit, "operator-gomemlimit", "deployment", "the operator's GOMEMLIMIT: \"deployment\" for the one "+managerManifest+" gives it, \"off\" for none, or a value such as 128MiB")
+	fs.StringVar(&o.goMemLimit, "operator-gomemlimit", "deployment", "the operator's GOMEMLIMIT: \"deployment\" for the one the Deployment in "+installed.InstallPath+" gives it, \"off\" for none, or a value such as 128MiB")
 	fs.BoolVar(&o.conversionWhileStopped, "conversion-while-stopped", false, "serve the providers' CRD conversion webhooks while their Deployments are at zero, admission still refused: what a move would cost if stopping the controllers did not stop conversion (not what real providers do)")
 	fs.StringVar(&o.heapProfileDir, "heap-profile", "", "sample the operator's heap every 2 s during its moves and write the profile taken at the peak to this directory")
 	if err := fs.Parse(args); err != nil {
@@ -224,10 +231,12 @@ type bench struct {
 	began   time.Time
 	root    string
 	workDir string
-	// manager is the operator binary built for this run.
+	// install is dist/install.yaml: the operator's Deployment and identity.
+	install *installed.Install
+	// manager is the manager binary taken out of the image.
 	manager string
-	// goMemLimit is the GOMEMLIMIT the operator runs with ("off": none).
-	goMemLimit string
+	// goMemLimit is the GOMEMLIMIT the operator runs with.
+	goMemLimit goMemLimit
 	machine    machineInfo
 	// clusters is the pair of the size being measured.
 	clusters *clusters
@@ -266,33 +275,9 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	say("Kubernetes binaries: %s", binDir)
-	b.manager = filepath.Join(b.workDir, "manager")
-	say("building the operator from the working tree into %s", b.manager)
-	if err := build(ctx, b.root, b.manager); err != nil {
+	if err := b.prepareOperator(); err != nil {
 		return err
 	}
-
-	if dir := b.opts.heapProfileDir; dir != "" {
-		// The heap profiles are in the text format, read with the binary.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		binary, err := os.ReadFile(b.manager)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, "manager"), binary, 0o755); err != nil {
-			return err
-		}
-	}
-	if b.goMemLimit, err = b.opts.operatorGoMemLimit(b.root); err != nil {
-		return err
-	}
-	b.machine.settings += "; operator GOMEMLIMIT " + b.goMemLimit
-	if b.opts.conversionWhileStopped {
-		b.machine.settings += "; conversion webhooks served while the providers are at zero (-conversion-while-stopped)"
-	}
-	say("operator GOMEMLIMIT: %s", b.goMemLimit)
 
 	for _, n := range b.opts.sizes {
 		if err := b.runSize(ctx, n); err != nil {
@@ -399,19 +384,6 @@ func (b *bench) cleanup(removeLogs bool) {
 	}
 }
 
-// build compiles the operator from the working tree, as `make build` does,
-// but into the run's directory so that bin/manager stays as it was.
-func build(ctx context.Context, root, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
-	cmd.Dir = root
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build -o %s .: %w\n%s", out, err, buf.String())
-	}
-	return nil
-}
-
 func step(format string, args ...any) { say("\n==> "+format, args...) }
 
 func say(format string, args ...any) {
@@ -425,21 +397,6 @@ func (o options) plan() string {
 		parts[i] = fmt.Sprintf("N=%d ×%d", n, o.repetitions(n))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// operatorGoMemLimit resolves -operator-gomemlimit.
-func (o options) operatorGoMemLimit(root string) (string, error) {
-	switch o.goMemLimit {
-	case "deployment":
-		limit, err := deployedGoMemLimit(root)
-		if err != nil || limit == "" {
-			return "off", err
-		}
-		return limit, nil
-	case "":
-		return "off", nil
-	}
-	return o.goMemLimit, nil
 }
 
 // moveTimeoutFor is how long a move of n workload clusters may take. At

@@ -2,35 +2,38 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/hack/image"
+	"github.com/move-operator/move-operator/test/installed"
 )
 
 // operatorMover moves a fleet's namespace with a MoveOperation handled by
-// the operator running as a real process against the source, started
-// afresh for each move so that its peak RSS is this move's.
+// the operator running as a real process against the source, as installed
+// (package installed), started afresh for each move so that its peak RSS is
+// this move's.
 type operatorMover struct {
 	b       *bench
 	f       benchFleet
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	run     *installed.Running
 	metrics string
 	// pprof serves the operator's profiles (http://host:port).
 	pprof string
@@ -40,81 +43,162 @@ type operatorMover struct {
 	timeout time.Duration
 }
 
+// prepareOperator reads the installer, takes the manager binary out of the
+// image and settles its GOMEMLIMIT: what every operator move of the run
+// shares.
+func (b *bench) prepareOperator() error {
+	var err error
+	if b.install, err = installed.Read(b.root); err != nil {
+		return err
+	}
+	p := image.HostPlatform()
+	say("taking the manager binary out of the %s/%s image (%s)", p.OS, p.Architecture, imageOrigin())
+	if b.manager, err = installed.ManagerBinary(); err != nil {
+		return err
+	}
+	digest, err := fileDigest(b.manager)
+	if err != nil {
+		return err
+	}
+	ns, sa := b.install.ServiceAccount()
+	b.machine.operator = fmt.Sprintf("the manager binary (sha256 %s) of the %s/%s image, %s; run with the args and env of the Deployment in %s "+
+		"as ServiceAccount %s/%s with that file's RBAC, its target credential made from %s",
+		digest[:12], p.OS, p.Architecture, imageOrigin(), installed.InstallPath, ns, sa, installed.TargetAccessPath)
+	say("operator: %s", b.manager)
+	if dir := b.opts.heapProfileDir; dir != "" {
+		// The heap profiles are in the text format, read with the binary.
+		if err := copyFile(b.manager, filepath.Join(dir, "manager")); err != nil {
+			return err
+		}
+	}
+	if b.goMemLimit, err = b.opts.operatorGoMemLimit(b.install); err != nil {
+		return err
+	}
+	b.machine.settings += "; operator GOMEMLIMIT " + b.goMemLimit.describe
+	if b.opts.conversionWhileStopped {
+		b.machine.settings += "; conversion webhooks served while the providers are at zero (-conversion-while-stopped)"
+	}
+	say("operator GOMEMLIMIT: %s", b.goMemLimit.describe)
+	return nil
+}
+
+// imageOrigin says which image installed.ManagerBinary takes the binary
+// out of, so that the report does not claim a build it did not make: with
+// MOVE_OPERATOR_IMAGE_DIR set, the tarball make image left there (built now
+// only when absent); without it, one hack/image builds from the working
+// tree into bin/image.
+func imageOrigin() string {
+	if dir := os.Getenv(image.ImageDirEnv); dir != "" {
+		return fmt.Sprintf("the tarball in %s=%s as make image wrote it (built from the working tree only if it was absent)", image.ImageDirEnv, dir)
+	}
+	return "built by hack/image from the working tree into bin/image, as make image builds it"
+}
+
+// fileDigest is the hex SHA-256 of a file: it names the binary that ran.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func copyFile(from, to string) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
+}
+
+// prepare starts the operator as installed, with the bench's own settings
+// after the Deployment's args, and returns once it leads.
 func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
-	metricsAddr, err := freeAddress()
+	metricsAddr, err := installed.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
-	probeAddr, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	pprofAddr, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(m.b.workDir, "operator-"+m.f.namespace+".log")
-	logFile, err := os.Create(logPath)
+	pprofAddr, err := installed.FreeAddress()
 	if err != nil {
 		return nil, err
 	}
 	o := m.b.opts
-	args := []string{"--leader-elect=false",
-		"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address=" + probeAddr,
+	args := []string{
+		// The Deployment serves metrics over HTTPS to callers the API server
+		// authorizes; the bench scrapes the operator's client counters with
+		// plain HTTP on loopback.
+		"--metrics-secure=false",
+		// -heap-profile samples the heap there.
 		"--pprof-bind-address=" + pprofAddr,
+		// The operator and the baseline run with the same client limits,
+		// whatever -qps, -burst and -concurrency say, so that the floor is
+		// a fair one.
 		"--kube-api-qps=" + strconv.FormatFloat(o.qps, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(o.burst),
-		"--move-concurrency=" + strconv.Itoa(o.concurrency)}
-	cmd := exec.Command(m.b.manager, append(args, o.operatorFlags...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+m.b.clusters.env.Source.KubeconfigPath, "GOMEMLIMIT="+m.b.goMemLimit)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The operator dies with the bench, however the bench ends.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
+		"--move-concurrency=" + strconv.Itoa(o.concurrency),
+	}
+	// -operator-flags come last so that they win: what someone measuring
+	// asked for.
+	args = append(args, o.operatorFlags...)
+	logPath := filepath.Join(m.b.workDir, "operator-"+m.f.namespace+".log")
+	m.run, err = m.b.install.Start(ctx, installed.Process{
+		Binary:         m.b.manager,
+		Identity:       m.b.clusters.identity,
+		MetricsAddress: metricsAddr,
+		Args:           args,
+		Env:            m.b.goMemLimit.env,
+	}, logPath)
+	if err != nil {
 		return nil, fmt.Errorf("starting the operator: %w", err)
 	}
-	m.cmd, m.exited, m.metrics = cmd, make(chan struct{}), "http://"+metricsAddr+"/metrics"
-	m.pprof = "http://" + pprofAddr
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(m.exited)
-	}()
-	if err := m.waitReady(ctx, "http://"+probeAddr+"/readyz"); err != nil {
+	m.metrics, m.pprof = "http://"+metricsAddr+"/metrics", "http://"+pprofAddr
+	if err := m.waitLeading(ctx); err != nil {
 		m.stop()
 		return nil, fmt.Errorf("%w (its log: %s)", err, logPath)
 	}
-	return []component{{name: "operator", pid: cmd.Process.Pid}}, nil
+	return []component{{name: "operator", pid: m.run.Pid}}, nil
 }
 
-// waitReady waits until the operator's readiness probe answers: its
-// manager has started, so the move's time is not its start-up's.
-func (m *operatorMover) waitReady(ctx context.Context, probe string) error {
+// waitLeading waits until the operator holds its leader lease. The
+// Deployment's args elect a leader, and the manager is ready before it
+// leads: waiting here keeps the election out of the move's time (the
+// previous operator released the lease when it stopped, so this takes one
+// attempt).
+func (m *operatorMover) waitLeading(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, http.NoBody)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if families, err := scrape(ctx, http.DefaultClient, m.metrics); err == nil && leads(families) {
+			return nil
 		}
 		select {
-		case <-m.exited:
-			return fmt.Errorf("the operator exited before it was ready: %s", m.cmd.ProcessState)
+		case <-m.run.Exited():
+			return fmt.Errorf("the operator exited before it led: %v", m.run.Err())
 		case <-ctx.Done():
-			return fmt.Errorf("the operator was not ready within a minute: %w", ctx.Err())
+			return fmt.Errorf("the operator did not hold its leader lease within a minute: %w", ctx.Err())
 		case <-ticker.C:
 		}
 	}
+}
+
+// leads says whether controller-runtime's leader election gauge is set.
+func leads(families map[string]*dto.MetricFamily) bool {
+	for _, m := range families["leader_election_master_status"].GetMetric() {
+		if m.GetGauge().GetValue() == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // move creates the MoveOperation and watches it until it ends. The times of
@@ -172,8 +256,8 @@ func (m *operatorMover) follow(ctx context.Context, w watch.Interface, seen *pha
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("MoveOperation %s did not end within %s (-move-timeout); last phase seen %s", m.mo.Name, m.timeout, seen.last())
-		case <-m.exited:
-			return nil, fmt.Errorf("the operator exited (%s) in phase %s", m.cmd.ProcessState, seen.last())
+		case <-m.run.Exited():
+			return nil, fmt.Errorf("the operator exited (%v) in phase %s (its log: %s)", m.run.Err(), seen.last(), m.run.LogPath)
 		case ev, ok := <-w.ResultChan():
 			if !ok || ev.Type == watch.Error {
 				w.Stop()
@@ -216,10 +300,10 @@ func (m *operatorMover) stopHeapSampler(r *result) error {
 
 func (m *operatorMover) finish(ctx context.Context, r *result) error {
 	var errs []error
-	if m.cmd == nil {
+	if m.run == nil {
 		return nil
 	}
-	if rss, err := peakRSS(m.cmd.Process.Pid); err == nil {
+	if rss, err := peakRSS(m.run.Pid); err == nil {
 		r.peakRSS = rss
 	} else {
 		errs = append(errs, fmt.Errorf("reading the operator's peak RSS: %w", err))
@@ -279,29 +363,16 @@ func (m *operatorMover) deleteMoveOperation(ctx context.Context) error {
 	}
 }
 
-// stop ends the operator: SIGTERM, and SIGKILL after 10 s.
+// stop stops the operator as the kubelet stops its pod: SIGTERM, then
+// SIGKILL after the Deployment's grace period.
 func (m *operatorMover) stop() {
-	if m.cmd == nil {
+	if m.run == nil {
 		return
 	}
-	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-m.exited:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		<-m.exited
+	if err := m.run.Stop(); err != nil {
+		say("  stopping the operator: %v", err)
 	}
-	m.cmd = nil
-}
-
-// freeAddress returns a loopback address with a port free right now.
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
+	m.run = nil
 }
 
 // phaseClock records when the watch first showed each phase of a move.

@@ -107,7 +107,7 @@ func (r *report) preamble(md bool) string {
 		fmt.Sprintf("Run: %s, %s in all", m.date, r.elapsed.Round(time.Second)),
 		fmt.Sprintf("Command: %s", m.command),
 		fmt.Sprintf("Machine: %d cores (%s), %s memory, %s, %s", m.cores, m.cpuModel, m.memory, m.kernel, m.goVersion),
-		fmt.Sprintf("Operator built from commit %s", m.commit),
+		fmt.Sprintf("Operator: %s; working tree at commit %s", m.operator, m.commit),
 		fmt.Sprintf("Settings: %s; repetitions: %s, the order of the three movers rotating by one place per repetition%s", m.settings, r.opts.plan(), r.where()),
 		fmt.Sprintf("Load average before and after: %s / %s", m.loadBefore, m.loadAfter),
 	}

@@ -10,9 +10,11 @@
 // with Cluster API installed as clusterctl init leaves it, and its
 // controllers and the loop provider running against a simulated cloud),
 // creates a fleet in the source (package fleet) and waits until the source's
-// controllers have settled it, installs the MoveOperation CRD, builds and
-// runs the manager out of cluster against the source, creates the target
-// kubeconfig Secret and applies config/samples/demo_moveoperation.yaml. It
+// controllers have settled it, installs the MoveOperation CRD, builds the
+// image and runs the manager binary out of it as installed (package
+// installed: the Deployment's args and env, the ServiceAccount and RBAC of
+// dist/install.yaml), makes the target credential as `manager
+// target-access` does, and applies config/samples/demo_moveoperation.yaml. It
 // exits 0 only when the MoveOperation reached Done, the target holds exactly
 // what the source held before, and the target's controllers took the fleet
 // over without creating or deleting a VM or a Machine (package takeover).
@@ -22,17 +24,15 @@
 // for both clusters, until interrupted.
 //
 // It never touches anything outside the directories it creates under the
-// system's temporary directory and bin/manager.
+// system's temporary directory and bin/image.
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -43,8 +43,6 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,8 +52,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/localcluster"
 	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/takeover"
@@ -94,12 +94,13 @@ func main() {
 
 // demo holds what the run started, for the summary and for cleanup.
 type demo struct {
-	root     string
-	workDir  string
-	env      *testenv.Env
-	operator *exec.Cmd
-	// opExited is closed when the operator process has exited.
-	opExited chan struct{}
+	root    string
+	workDir string
+	env     *testenv.Env
+	// operator is the manager as installed (test/installed), nil until
+	// started; binary is its binary, out of the image.
+	operator *installed.Running
+	binary   string
 	opLog    string
 	began    time.Time
 	// lowest holds, per controller, the fewest replicas seen during the move.
@@ -224,7 +225,7 @@ func (d *demo) setUp(ctx context.Context) error {
 	}
 	say("  using %s", binDir)
 
-	step("Building the operator (go build -o bin/manager .) while two management clusters start")
+	step("Building the operator's image (make image) while two management clusters start")
 	built := make(chan error, 1)
 	go func() { built <- d.buildOperator(ctx) }()
 	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, Logf: func(format string, args ...any) {
@@ -236,7 +237,7 @@ func (d *demo) setUp(ctx context.Context) error {
 	if err := <-built; err != nil {
 		return err
 	}
-	say("  operator built: bin/manager")
+	say("  operator built: %s, its binary taken out of the image", d.binary)
 	return nil
 }
 
@@ -281,10 +282,9 @@ func (d *demo) startMove(ctx context.Context, c client.Client) (takeover.Mark, *
 	}); err != nil {
 		return takeover.Mark{}, nil, fmt.Errorf("installing the MoveOperation CRD: %w", err)
 	}
-	if err := d.startOperator(); err != nil {
+	if err := d.startOperator(ctx); err != nil {
 		return takeover.Mark{}, nil, err
 	}
-	say("  KUBECONFIG=%s bin/manager --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0", d.env.Source.KubeconfigPath)
 	say("  its log: %s", d.opLog)
 
 	mark := takeover.MarkNow(d.env)
@@ -381,38 +381,37 @@ func (d *demo) takeover(ctx context.Context, f *fleet.Fleet, mark takeover.Mark,
 		len(f.Clusters), machines, reconciled), nil
 }
 
-func (d *demo) buildOperator(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join("bin", "manager"), ".")
-	cmd.Dir = d.root
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build -o bin/manager .: %w\n%s", err, out.String())
-	}
-	return nil
+// buildOperator builds the host platform's image (hack/image, as make
+// image does) and takes the manager binary out of it: the demo runs what is
+// shipped.
+func (d *demo) buildOperator(context.Context) error {
+	var err error
+	d.binary, err = installed.ManagerBinary()
+	return err
 }
 
-func (d *demo) startOperator() error {
-	logFile, err := os.Create(d.opLog)
+// startOperator installs the operator's identity as dist/install.yaml
+// gives it (its ServiceAccount and RBAC, a token for it) and runs the
+// manager with the args and env of that file's Deployment.
+func (d *demo) startOperator(ctx context.Context) error {
+	install, err := installed.Read(d.root)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(d.root, "bin", "manager"),
-		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.env.Source.KubeconfigPath)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The operator dies with the demo, however the demo ends.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return fmt.Errorf("starting bin/manager: %w", err)
+	identity, err := install.Grant(ctx, d.env.Source.Config, filepath.Join(d.workDir, "identity"))
+	if err != nil {
+		return fmt.Errorf("giving the operator its installed identity: %w", err)
 	}
-	d.operator, d.opExited = cmd, make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		close(d.opExited)
-	}()
+	d.operator, err = install.Start(ctx, installed.Process{Binary: d.binary, Identity: identity}, d.opLog)
+	if err != nil {
+		return err
+	}
+	args, err := install.Args(installed.Process{Binary: d.binary, Identity: identity})
+	if err != nil {
+		return err
+	}
+	say("  KUBECONFIG=%s %s %s", identity.Kubeconfig, d.binary, strings.Join(args, " "))
+	say("  as %s, with the RBAC of %s", identity.Username, installed.InstallPath)
 	return nil
 }
 
@@ -431,18 +430,21 @@ func (d *demo) applySample(ctx context.Context, c client.Client) (*movev1alpha1.
 	if err := yaml.UnmarshalStrict(data, mo); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", samplePath, err)
 	}
-	kubeconfig, err := os.ReadFile(d.env.Target.KubeconfigPath)
+	// What `manager target-access` does: the target's side of the access
+	// applied there, a token for its ServiceAccount, the Secret written.
+	manifest, err := os.ReadFile(filepath.Join(d.root, installed.TargetAccessPath))
 	if err != nil {
 		return nil, err
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: mo.Namespace, Name: secretName},
-		Data:       map[string][]byte{"value": kubeconfig},
+	kubeconfig, expires, err := targetaccess.Grant(ctx, d.env.Target.Config, manifest, targetaccess.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("making the operator's target credential: %w", err)
 	}
-	if err := c.Create(ctx, secret); err != nil {
-		return nil, fmt.Errorf("creating Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	if err := targetaccess.WriteSecret(ctx, c, mo.Namespace, secretName, movev1alpha1.DefaultKubeconfigSecretKey, kubeconfig); err != nil {
+		return nil, err
 	}
-	say("  Secret %s/%s from %s", secret.Namespace, secret.Name, d.env.Target.KubeconfigPath)
+	say("  Secret %s/%s: a token of the target's move-operator-target ServiceAccount (%s), valid until %s",
+		mo.Namespace, secretName, installed.TargetAccessPath, expires.Format(time.RFC3339))
 	if err := c.Create(ctx, mo); err != nil {
 		return nil, fmt.Errorf("creating MoveOperation %s/%s: %w", mo.Namespace, mo.Name, err)
 	}
@@ -494,8 +496,8 @@ func (d *demo) watch(ctx context.Context, c client.Client, mo *movev1alpha1.Move
 			}
 		}
 		select {
-		case <-d.opExited:
-			return cur, fmt.Errorf("the operator exited (%s) in phase %s", d.operator.ProcessState, cur.Status.Phase)
+		case <-d.operator.Exited():
+			return cur, fmt.Errorf("the operator exited (%v) in phase %s", d.operator.Err(), cur.Status.Phase)
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				printConditions(cur)
@@ -550,12 +552,8 @@ func (d *demo) printKeepInstructions() {
 
 func (d *demo) cleanup(removeLogs bool) {
 	if d.operator != nil {
-		_ = syscall.Kill(-d.operator.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-d.opExited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-d.operator.Process.Pid, syscall.SIGKILL)
-			<-d.opExited
+		if err := d.operator.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the operator: %v\n", err)
 		}
 	}
 	if d.env != nil {

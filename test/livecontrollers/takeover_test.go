@@ -3,6 +3,7 @@ package livecontrollers_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -183,22 +184,29 @@ func TestTheTargetsControllersTakeOverAMovedFleetWithoutChurn(t *testing.T) {
 		len(f.Clusters), len(before.uids[machineKey]))
 }
 
-// startOperator runs the operator in-process until the test ends.
+// startOperator runs the operator as installed (its binary out of the
+// image, the Deployment's args, the shipped RBAC) until the test ends.
 func startOperator(t *testing.T) *mover.Operator {
 	t.Helper()
 	root, err := testenv.RepositoryRoot("go test ./test/livecontrollers/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Building the image, when make test has not, takes minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	op, err := mover.StartOperator(ctx, env, root)
+	op, err := mover.StartOperator(ctx, env, root, t.TempDir())
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := op.Stop(); err != nil {
 			t.Errorf("the operator stopped with: %v", err)
+		}
+		if t.Failed() {
+			if log, err := os.ReadFile(op.LogPath()); err == nil {
+				t.Logf("the operator's log:\n%s", log)
+			}
 		}
 	})
 	return op

@@ -296,10 +296,12 @@ func (c *Cluster) startComponents(binDir string) error {
 				"--secure-port=0",
 				// What a management cluster needs for provider Deployments:
 				// rollouts, scaling, garbage collection of owned objects,
-				// namespace deletion and default ServiceAccounts. No
+				// namespace deletion, default ServiceAccounts, and the
+				// aggregation of ClusterRoles (the operator's roles take
+				// a provider's kinds from labelled ClusterRoles). No
 				// endpoint(slice) controllers: the API server rejects the
 				// loopback pod IPs they would publish.
-				"--controllers=deployment,replicaset,garbagecollector,namespace,serviceaccount",
+				"--controllers=deployment,replicaset,garbagecollector,namespace,serviceaccount,clusterrole-aggregation",
 				"--use-service-account-credentials=false",
 				"--kube-api-qps=200",
 				"--kube-api-burst=400",

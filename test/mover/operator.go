@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,25 +15,16 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
-	"github.com/move-operator/move-operator/controllers"
-	"github.com/move-operator/move-operator/internal/move"
-	"github.com/move-operator/move-operator/internal/remote"
+	"github.com/move-operator/move-operator/internal/targetaccess"
+	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
 const (
-	// OperatorUser is the operator's username in both clusters: its webhook
-	// bypass is scoped to it, so it must not be the admin the tests use.
-	OperatorUser = "move-operator"
 	// moveNamespace holds the MoveOperations and the target kubeconfig Secret.
 	moveNamespace = "default"
 	// targetSecret holds the operator's kubeconfig for the target.
@@ -48,20 +38,22 @@ var PhaseOrder = []string{
 	string(movev1alpha1.PhaseRestoringTarget), string(movev1alpha1.PhaseRestoringSource), string(movev1alpha1.PhaseDone),
 }
 
-// Operator is the MoveOperation reconciler running in-process against the
-// source of an Env, as the operator's Deployment would in the source.
+// Operator is the operator as users install it, running against the
+// source of an Env: the manager binary taken out of the image, with the
+// args and env of dist/install.yaml's Deployment and the ServiceAccount and
+// RBAC of that file as its only rights in the source (test/installed), and
+// a target credential made as `manager target-access` makes it.
 type Operator struct {
 	client client.WithWatch
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
+	run    *installed.Running
 }
 
-// StartOperator installs the MoveOperation CRD in the source, gives the
-// operator its own user in both clusters and a Secret with its target
-// kubeconfig, and starts it. Call it once per Env: the users are created
-// once. root is the repository root (testenv.RepositoryRoot).
-func StartOperator(ctx context.Context, env *testenv.Env, root string) (*Operator, error) {
+// StartOperator installs the MoveOperation CRD and the operator's identity
+// in the source, its access in the target with a Secret holding that
+// credential, and starts the manager. Call it once per Env. root is the
+// repository root (testenv.RepositoryRoot); the manager's log and
+// credentials are kept in workDir.
+func StartOperator(ctx context.Context, env *testenv.Env, root, workDir string) (*Operator, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(movev1alpha1.AddToScheme(scheme))
@@ -74,66 +66,47 @@ func StartOperator(ctx context.Context, env *testenv.Env, root string) (*Operato
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for the source: %w", err)
 	}
-	operatorConfig, _, err := env.Source.AddUser(OperatorUser)
-	if err != nil {
-		return nil, fmt.Errorf("adding the operator's user to the source: %w", err)
-	}
-	_, targetPath, err := env.Target.AddUser(OperatorUser)
-	if err != nil {
-		return nil, fmt.Errorf("adding the operator's user to the target: %w", err)
-	}
-	kubeconfig, err := os.ReadFile(targetPath)
+	install, err := installed.Read(root)
 	if err != nil {
 		return nil, err
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: moveNamespace, Name: targetSecret},
-		Data:       map[string][]byte{movev1alpha1.DefaultKubeconfigSecretKey: kubeconfig},
-	}
-	if err := admin.Create(ctx, secret); err != nil {
-		return nil, fmt.Errorf("creating the target kubeconfig Secret %s/%s: %w", moveNamespace, targetSecret, err)
-	}
-
-	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// The providers' managers run in this process too.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	identity, err := install.Grant(ctx, env.Source.Config, filepath.Join(workDir, "identity"))
 	if err != nil {
-		return nil, fmt.Errorf("creating the operator's manager: %w", err)
+		return nil, fmt.Errorf("giving the operator its installed identity in the source: %w", err)
 	}
-	source, err := client.New(operatorConfig, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	manifest, err := os.ReadFile(filepath.Join(root, installed.TargetAccessPath))
 	if err != nil {
-		return nil, fmt.Errorf("creating the operator's source client: %w", err)
+		return nil, err
 	}
-	r := &controllers.MoveOperationReconciler{
-		Client:    mgr.GetClient(),
-		Source:    source,
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("move-operator"),
-		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400},
-		Move:      move.Options{},
+	kubeconfig, _, err := targetaccess.Grant(ctx, env.Target.Config, manifest, targetaccess.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("making the operator's target credential: %w", err)
 	}
-	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
-		return nil, fmt.Errorf("setting up the MoveOperation reconciler: %w", err)
+	if err := targetaccess.WriteSecret(ctx, admin, moveNamespace, targetSecret, movev1alpha1.DefaultKubeconfigSecretKey, kubeconfig); err != nil {
+		return nil, err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	o := &Operator{client: admin, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(o.done)
-		o.err = mgr.Start(runCtx)
-	}()
-	return o, nil
+	binary, err := installed.ManagerBinary()
+	if err != nil {
+		return nil, err
+	}
+	run, err := install.Start(ctx, installed.Process{Binary: binary, Identity: identity}, filepath.Join(workDir, "operator.log"))
+	if err != nil {
+		return nil, err
+	}
+	return &Operator{client: admin, run: run}, nil
 }
 
-// Stop stops the operator and waits until it has.
+// Stop stops the operator as the kubelet stops its pod, and waits until it
+// has.
 func (o *Operator) Stop() error {
-	o.cancel()
-	<-o.done
-	return o.err
+	if err := o.run.Stop(); err != nil {
+		return err
+	}
+	return o.run.Err()
 }
+
+// LogPath is the operator's log.
+func (o *Operator) LogPath() string { return o.run.LogPath }
 
 // OperatorTimeline returns a timeline of the operator's phases, beginning now.
 func OperatorTimeline() *Timeline { return newTimeline(PhaseOrder) }
@@ -165,8 +138,8 @@ func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespac
 		select {
 		case <-ctx.Done():
 			return tl, mo, fmt.Errorf("MoveOperation %s did not end (seen: %s; %s): %w", name, tl, lastWord(mo), ctx.Err())
-		case <-o.done:
-			return tl, mo, fmt.Errorf("the operator stopped during MoveOperation %s: %w", name, o.err)
+		case <-o.run.Exited():
+			return tl, mo, fmt.Errorf("the operator stopped during MoveOperation %s (its log: %s): %w", name, o.run.LogPath, o.run.Err())
 		case ev, ok := <-w.ResultChan():
 			if !ok || ev.Type == watch.Error {
 				// The API server closes watches now and then: open it again.

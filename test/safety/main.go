@@ -117,7 +117,7 @@ func run(o options) int {
 
 func (l *lab) runAll(ctx context.Context, root string, scenarios []scenario, out string, began time.Time) int {
 	var err error
-	if l.op, err = mover.StartOperator(ctx, l.env, root); err != nil {
+	if l.op, err = mover.StartOperator(ctx, l.env, root, l.workDir); err != nil {
 		say("starting the operator: %v", err)
 		return 1
 	}

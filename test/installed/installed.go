@@ -1,0 +1,122 @@
+package installed
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// InstallPath is where the installer lives, relative to the repository root,
+// and TargetAccessPath the target's side of the operator's access (the
+// manifest `manager target-access` applies to the target).
+const (
+	InstallPath      = "dist/install.yaml"
+	TargetAccessPath = "dist/target-access.yaml"
+)
+
+// ManagerContainer is the name of the operator's container in its Deployment.
+const ManagerContainer = "manager"
+
+// Install is dist/install.yaml as read from the repository.
+type Install struct {
+	// Objects are the file's documents, in order.
+	Objects []*unstructured.Unstructured
+	// Deployment is the operator's Deployment.
+	Deployment *appsv1.Deployment
+}
+
+// Read reads dist/install.yaml from the repository at root.
+func Read(root string) (*Install, error) {
+	data, err := os.ReadFile(filepath.Join(root, InstallPath))
+	if err != nil {
+		return nil, fmt.Errorf("reading the installer: %w", err)
+	}
+	objs, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", InstallPath, err)
+	}
+	in := &Install{Objects: objs}
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		if in.Deployment != nil {
+			return nil, fmt.Errorf("%s holds more than one Deployment (%s and %s): which one is the operator?", InstallPath, in.Deployment.Name, o.GetName())
+		}
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d); err != nil {
+			return nil, fmt.Errorf("%s: Deployment %s: %w", InstallPath, o.GetName(), err)
+		}
+		in.Deployment = d
+	}
+	if in.Deployment == nil {
+		return nil, fmt.Errorf("%s holds no Deployment", InstallPath)
+	}
+	if _, err := in.Manager(); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// Decode splits a multi-document YAML manifest into objects, skipping empty
+// documents.
+func Decode(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decoding document %d: %w", len(out)+1, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		out = append(out, u)
+	}
+}
+
+// Manager returns the Deployment's manager container.
+func (in *Install) Manager() (*corev1.Container, error) {
+	for i := range in.Deployment.Spec.Template.Spec.Containers {
+		if c := &in.Deployment.Spec.Template.Spec.Containers[i]; c.Name == ManagerContainer {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: Deployment %s has no container %q", InstallPath, in.Deployment.Name, ManagerContainer)
+}
+
+// ServiceAccount is the namespace and name of the ServiceAccount the
+// operator's pods run as.
+func (in *Install) ServiceAccount() (namespace, name string) {
+	return in.Deployment.Namespace, in.Deployment.Spec.Template.Spec.ServiceAccountName
+}
+
+// identityKinds are the documents that make up the operator's identity and
+// rights: everything a test applies for it, and nothing that runs.
+var identityKinds = map[string]bool{
+	"Namespace": true, "ServiceAccount": true,
+	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
+}
+
+// IdentityObjects are the Namespace, ServiceAccount and RBAC documents.
+func (in *Install) IdentityObjects() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range in.Objects {
+		if identityKinds[o.GetKind()] {
+			out = append(out, o.DeepCopy())
+		}
+	}
+	return out
+}
