@@ -97,7 +97,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", 500, "Steady requests per second to each cluster's API server.")
 	fs.IntVar(&o.burst, "kube-api-burst", 1000, "Burst of requests above kube-api-qps to each cluster's API server.")
 	fs.IntVar(&o.moveConcurrency, "move-concurrency", move.DefaultConcurrency,
-		"Requests in flight to one cluster while copying, labelling or deleting objects.")
+		"Requests in flight to one cluster while copying, pausing or deleting objects.")
 	fs.StringVar(&o.claimNamespace, "claim-namespace", "",
 		"Namespace of the Lease that lets one MoveOperation at a time move this cluster; defaults to the leader election namespace, else the namespace the manager runs in, else \"default\".")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
@@ -144,7 +144,7 @@ func runTargetAccess(args []string) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, targetaccesscmd.ErrUsage):
-		if err != targetaccesscmd.ErrUsage { // the flag set printed the bare one
+		if !errors.Is(err, targetaccesscmd.ErrUsage) { // the flag set printed the bare one
 			fmt.Fprintf(os.Stderr, "%s: %v\n", targetaccesscmd.Name, err)
 		}
 		return 2

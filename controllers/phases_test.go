@@ -398,7 +398,7 @@ func TestAnAuthorizersRefusalFailsTheMoveAtOnceWhereTheTableSaysAndAnyOther403Is
 				t.Fatalf("phase %s, want %s", mo.Status.Phase, tc.want)
 			}
 			if tc.retried {
-				if err != tc.err || !strings.Contains(s.waiting, "retrying") || mo.Status.FailureReason != "" || s.stalled != nil {
+				if !errors.Is(err, tc.err) || !strings.Contains(s.waiting, "retrying") || mo.Status.FailureReason != "" || s.stalled != nil {
 					t.Errorf("error %v, waiting %q, failure %q, stalled %+v: want the error retried and said in the status", err, s.waiting, mo.Status.FailureReason, s.stalled)
 				}
 				return

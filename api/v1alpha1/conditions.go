@@ -20,14 +20,15 @@ const (
 	// count is recorded.
 	ControllersRecordedCondition = "ControllersRecorded"
 	// ControllersScaledDownCondition reports that every controller is at zero
-	// in both clusters, with the objects labelled and the webhook bypass in place.
+	// in both clusters, with the moved Clusters paused and the webhook bypass
+	// in place.
 	ControllersScaledDownCondition = "ControllersScaledDown"
 	// ObjectsCopiedCondition reports the creation of the objects in the target.
 	ObjectsCopiedCondition = "ObjectsCopied"
 	// ObjectsDeletedCondition reports the deletion of the moved objects from the source.
 	ObjectsDeletedCondition = "ObjectsDeleted"
 	// TargetRestoredCondition reports the target's controllers back up, the
-	// bypass removed and the moved objects unlabelled and unpaused.
+	// bypass removed and the moved objects unpaused.
 	TargetRestoredCondition = "TargetRestored"
 	// SourceRestoredCondition reports the source's controllers back up.
 	SourceRestoredCondition = "SourceRestored"
@@ -37,7 +38,7 @@ const (
 )
 
 // Condition reasons, shared by conditions, events, status.failureReason, the
-// README's troubleshooting table and the tests.
+// troubleshooting table of docs/troubleshooting.md and the tests.
 const (
 	// ReasonProgressing: the step is under way.
 	ReasonProgressing = "Progressing"

@@ -465,7 +465,7 @@ type MoveOperationStatus struct {
 	Progress *MoveProgress `json:"progress,omitempty"`
 
 	// failureReason is a machine-readable word for why the move failed, one
-	// of the reasons the README's troubleshooting section explains.
+	// of the reasons docs/troubleshooting.md explains.
 	// +optional
 	FailureReason string `json:"failureReason,omitempty"`
 

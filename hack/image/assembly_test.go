@@ -152,7 +152,7 @@ func TestTheImageIsReproducible(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !cfg.Created.Time.Equal(o.creat) || cfg.Architecture != o.p.Architecture {
+			if !cfg.Created.Equal(o.creat) || cfg.Architecture != o.p.Architecture {
 				t.Errorf("config says created %v for %s, want %v for %s", cfg.Created.Time, cfg.Architecture, o.creat, o.p.Architecture)
 			}
 		})

@@ -55,7 +55,8 @@ func Denied(err error) (Denial, bool) {
 	d := Denial{User: m[1], Verb: m[2], Resource: m[3], Group: m[4], Namespace: m[5]}
 	// A webhook may quote an authorizer's message in its own; the
 	// authorizer's stands at the start.
-	if strings.Contains(s.Message[:strings.Index(s.Message, m[0])], "denied the request") {
+	before, _, _ := strings.Cut(s.Message, m[0])
+	if strings.Contains(before, "denied the request") {
 		return Denial{}, false
 	}
 	return d, true

@@ -33,7 +33,10 @@ func validating(name string, conds ...[]admissionregistrationv1.MatchCondition) 
 	return o
 }
 
-func mutating(name string, conds ...[]admissionregistrationv1.MatchCondition) *admissionregistrationv1.MutatingWebhookConfiguration {
+// mutating is the core provider's mutating configuration, with a webhook
+// per list of conditions.
+func mutating(conds ...[]admissionregistrationv1.MatchCondition) *admissionregistrationv1.MutatingWebhookConfiguration {
+	const name = "core"
 	o := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for i, c := range conds {
 		o.Webhooks = append(o.Webhooks, admissionregistrationv1.MutatingWebhook{Name: name + "-" + string(rune('a'+i)), MatchConditions: c})
@@ -63,11 +66,11 @@ func TestBypassedUsernamesNamesTheIdentitiesTheBypassLetsThrough(t *testing.T) {
 		{name: "no bypass names nobody", objs: []client.Object{validating("core", conds(someoneElses))}, want: []string{}},
 		{name: "one identity across configurations is named once", objs: []client.Object{
 			validating("core", conds(someoneElses, bypassFor(oldUser)), nil),
-			mutating("core", conds(bypassFor(oldUser))),
+			mutating(conds(bypassFor(oldUser))),
 		}, want: []string{oldUser}},
 		{name: "two identities half-way through a switch are both named", objs: []client.Object{
 			validating("core", conds(bypassFor(newUser))),
-			mutating("core", conds(bypassFor(oldUser))),
+			mutating(conds(bypassFor(oldUser))),
 		}, want: []string{oldUser, newUser}},
 		{name: "an expression edited by hand names an unknown identity", objs: []client.Object{
 			validating("core", conds(admissionregistrationv1.MatchCondition{Name: BypassConditionName, Expression: "true"})),
@@ -97,7 +100,7 @@ func TestRebindBypassMovesTheBypassToTheNewIdentityAndTouchesNothingElse(t *test
 			name: "a bypass of the old identity is moved in every configuration that holds it",
 			objs: []client.Object{
 				validating("core", conds(someoneElses, bypassFor(oldUser)), conds(someoneElses)),
-				mutating("core", conds(bypassFor(oldUser))),
+				mutating(conds(bypassFor(oldUser))),
 				validating("unrelated", conds(someoneElses)),
 			},
 			wantFrom:  []string{oldUser},
@@ -107,7 +110,7 @@ func TestRebindBypassMovesTheBypassToTheNewIdentityAndTouchesNothingElse(t *test
 			name: "after a crash half-way only what still names the old identity is written",
 			objs: []client.Object{
 				validating("core", conds(bypassFor(newUser))),
-				mutating("core", conds(bypassFor(oldUser))),
+				mutating(conds(bypassFor(oldUser))),
 			},
 			wantFrom:  []string{oldUser},
 			wantWrote: []string{"MutatingWebhookConfiguration core"},
@@ -118,7 +121,7 @@ func TestRebindBypassMovesTheBypassToTheNewIdentityAndTouchesNothingElse(t *test
 		},
 		{
 			name: "no bypass gets none",
-			objs: []client.Object{validating("core", conds(someoneElses)), mutating("core", nil)},
+			objs: []client.Object{validating("core", conds(someoneElses)), mutating(nil)},
 		},
 	}
 	for _, tc := range cases {
@@ -176,7 +179,7 @@ func TestRemoveBypassRemovesTheBypassOfEveryIdentity(t *testing.T) {
 	ctx := context.Background()
 	c := fakeCluster(t,
 		validating("core", conds(someoneElses, bypassFor(newUser))),
-		mutating("core", conds(bypassFor(oldUser)), conds(bypassFor(newUser), someoneElses)),
+		mutating(conds(bypassFor(oldUser)), conds(bypassFor(newUser), someoneElses)),
 	)
 	if err := RemoveBypass(ctx, c); err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if len(namespaces)+len(others) == 0 {
 		return nil, errors.New("the manifest holds no objects")
 	}
-	m.Objects = append(namespaces, others...)
+	m.Objects = append(namespaces, others...) //nolint:gocritic // namespaces is not used again: the manifest takes it over
 	if len(serviceAccounts) == 1 {
 		m.ServiceAccount = serviceAccounts[0]
 	}

@@ -183,7 +183,7 @@ func (m *operatorMover) waitLeading(ctx context.Context) error {
 		}
 		select {
 		case <-m.run.Exited():
-			return fmt.Errorf("the operator exited before it led: %v", m.run.Err())
+			return fmt.Errorf("the operator exited before it led: %w", m.run.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("the operator did not hold its leader lease within a minute: %w", ctx.Err())
 		case <-ticker.C:
@@ -257,7 +257,7 @@ func (m *operatorMover) follow(ctx context.Context, w watch.Interface, seen *pha
 		case <-ctx.Done():
 			return nil, fmt.Errorf("MoveOperation %s did not end within %s (-move-timeout); last phase seen %s", m.mo.Name, m.timeout, seen.last())
 		case <-m.run.Exited():
-			return nil, fmt.Errorf("the operator exited (%v) in phase %s (its log: %s)", m.run.Err(), seen.last(), m.run.LogPath)
+			return nil, fmt.Errorf("the operator exited (%w) in phase %s (its log: %s)", m.run.Err(), seen.last(), m.run.LogPath)
 		case ev, ok := <-w.ResultChan():
 			if !ok || ev.Type == watch.Error {
 				w.Stop()

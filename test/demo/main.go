@@ -497,7 +497,7 @@ func (d *demo) watch(ctx context.Context, c client.Client, mo *movev1alpha1.Move
 		}
 		select {
 		case <-d.operator.Exited():
-			return cur, fmt.Errorf("the operator exited (%v) in phase %s", d.operator.Err(), cur.Status.Phase)
+			return cur, fmt.Errorf("the operator exited (%w) in phase %s", d.operator.Err(), cur.Status.Phase)
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				printConditions(cur)

@@ -2,24 +2,23 @@ package installed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/move-operator/move-operator/internal/targetaccess"
 )
 
 // TokenLifetime is how long the tokens Grant requests live: longer than
@@ -56,8 +55,10 @@ func (in *Install) Grant(ctx context.Context, admin *rest.Config, dir string) (*
 			return nil, err
 		}
 	}
-	if err := waitForAggregation(ctx, c, in.IdentityObjects()); err != nil {
-		return nil, err
+	// The manager may do nothing until the aggregation controller has
+	// filled its bound role.
+	if err := targetaccess.WaitForAggregation(ctx, admin, in.raw, 0); err != nil {
+		return nil, fmt.Errorf("%s: %w", InstallPath, err)
 	}
 	ns, sa := in.ServiceAccount()
 	return TokenFor(ctx, admin, ns, sa, dir)
@@ -158,26 +159,4 @@ func describe(obj *unstructured.Unstructured, err error) error {
 func isAggregated(obj *unstructured.Unstructured) bool {
 	_, found, _ := unstructured.NestedMap(obj.Object, "aggregationRule")
 	return obj.GetKind() == "ClusterRole" && found
-}
-
-// waitForAggregation waits until each aggregated ClusterRole among objs
-// holds rules: until then the operator may do nothing, and a test started
-// meanwhile would fail for a reason no user meets.
-func waitForAggregation(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
-	for _, obj := range objs {
-		if !isAggregated(obj) {
-			continue
-		}
-		role := &rbacv1.ClusterRole{}
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			if err := c.Get(ctx, client.ObjectKey{Name: obj.GetName()}, role); err != nil {
-				return false, client.IgnoreNotFound(err)
-			}
-			return len(role.Rules) > 0, nil
-		})
-		if err != nil {
-			return errors.Join(fmt.Errorf("ClusterRole %s has no rules a minute after it was applied: is kube-controller-manager's clusterrole-aggregation controller running?", obj.GetName()), err)
-		}
-	}
-	return nil
 }

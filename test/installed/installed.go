@@ -1,10 +1,7 @@
 package installed
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -12,7 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/move-operator/move-operator/internal/targetaccess"
 )
 
 // InstallPath is where the installer lives, relative to the repository root,
@@ -32,6 +30,8 @@ type Install struct {
 	Objects []*unstructured.Unstructured
 	// Deployment is the operator's Deployment.
 	Deployment *appsv1.Deployment
+
+	raw []byte
 }
 
 // Read reads dist/install.yaml from the repository at root.
@@ -40,12 +40,12 @@ func Read(root string) (*Install, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the installer: %w", err)
 	}
-	objs, err := Decode(data)
+	m, err := targetaccess.ParseManifest(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", InstallPath, err)
 	}
-	in := &Install{Objects: objs}
-	for _, o := range objs {
+	in := &Install{Objects: m.Objects, raw: data}
+	for _, o := range m.Objects {
 		if o.GetKind() != "Deployment" {
 			continue
 		}
@@ -65,26 +65,6 @@ func Read(root string) (*Install, error) {
 		return nil, err
 	}
 	return in, nil
-}
-
-// Decode splits a multi-document YAML manifest into objects, skipping empty
-// documents.
-func Decode(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("decoding document %d: %w", len(out)+1, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		out = append(out, u)
-	}
 }
 
 // Manager returns the Deployment's manager container.

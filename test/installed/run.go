@@ -155,7 +155,7 @@ func (r *Running) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-r.exited:
-			return fmt.Errorf("the manager exited before it was ready: %v", r.err)
+			return fmt.Errorf("the manager exited before it was ready: %w", r.err)
 		case <-ctx.Done():
 			return fmt.Errorf("the manager was not ready a minute after it started: %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):

@@ -40,7 +40,7 @@ type testFleet struct {
 // createFleet creates a fleet of n workload clusters (every shape, hence
 // every kind of the fixture) in two namespaces of the source, and removes
 // everything it made from both clusters when the test ends.
-func createFleet(t *testing.T, ctx context.Context, n int) *testFleet { //nolint:unparam // the size reads better at the call site
+func createFleet(t *testing.T, ctx context.Context, n int) *testFleet {
 	t.Helper()
 	prefix := "m" + rand.String(5)
 	opts := fleet.Options{Clusters: n, Workers: ptr.To(1), Namespaces: []string{prefix + "-a", prefix + "-b"}, Name: prefix}
