@@ -44,7 +44,7 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 	if err == nil {
 		return o, nil
 	}
-	timeout := durationOr(s.mo.Spec.Timeouts.Copy, 10*time.Minute)
+	timeout := s.mo.Spec.Timeouts.CopyTimeout()
 	if since := lastCopyProgress(s, r.runFor(s.mo.UID)); time.Since(since) > timeout {
 		return failWith(movev1alpha1.ReasonCopyTimeout, fmt.Sprintf(
 			"Copying made no progress for %s (spec.timeouts.copy); the move is rolled back: %v", timeout, err)), nil
@@ -104,7 +104,7 @@ func (r *MoveOperationReconciler) startCopyRun(s *scope, run *run) outcome {
 	progress.CopyStarts++
 	run.copyStarted = time.Now()
 	run.copiedBefore = int(progress.CopiedGroups)
-	timeout := durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute)
+	timeout := mo.Spec.Timeouts.CopyTimeout()
 	if progress.CopyStarts > maxCopyStarts && time.Since(lastFurtherCopy(s)) > timeout {
 		return failWith(movev1alpha1.ReasonCopyInterrupted, fmt.Sprintf(
 			"operators started Copying %d times without copying more than %d groups (%d objects), and nothing further was copied for %s (spec.timeouts.copy): the operator keeps stopping while it copies (see its restarts, its last logs, and whether it is killed for exceeding its memory limit); the move is rolled back",
@@ -154,7 +154,7 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 			if errors.As(err, &vanished) {
 				return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
 			}
-			deadline := lastCopyProgress(s, run).Add(durationOr(mo.Spec.Timeouts.Copy, 10*time.Minute))
+			deadline := lastCopyProgress(s, run).Add(mo.Spec.Timeouts.CopyTimeout())
 			if apierrors.IsUnauthorized(err) {
 				return r.copyUnauthorized(ctx, s, target, deadline, err)
 			}

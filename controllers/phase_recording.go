@@ -32,7 +32,7 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	if err == nil {
 		return o, nil
 	}
-	timeout := durationOr(s.mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+	timeout := s.mo.Spec.Timeouts.ScaleDownTimeout()
 	if time.Since(s.phaseStarted()) > timeout {
 		return failWith(movev1alpha1.ReasonRecordingTimeout, fmt.Sprintf(
 			"Recording still failed after %s (spec.timeouts.scaleDown); the move is rolled back: %v", timeout, err)), nil

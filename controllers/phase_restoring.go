@@ -39,7 +39,7 @@ func (r *MoveOperationReconciler) reconcileRestoringTarget(ctx context.Context, 
 	if err == nil && o.isDone() {
 		return o, nil
 	}
-	if time.Since(s.phaseStarted()) > durationOr(s.mo.Spec.Timeouts.ScaleUp, 10*time.Minute) {
+	if time.Since(s.phaseStarted()) > s.mo.Spec.Timeouts.ScaleUpTimeout() {
 		if serr := r.restartSourceControllers(ctx, s); serr != nil {
 			err = kerrors.NewAggregate([]error{err, serr})
 		}
@@ -85,7 +85,7 @@ func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, 
 // good, and says so in a Warning event.
 func (r *MoveOperationReconciler) noteCopiesOfKept(ctx context.Context, s *scope) (outcome, error) {
 	o, err := r.tryNoteCopiesOfKept(ctx, s)
-	timeout := durationOr(s.mo.Spec.Timeouts.ScaleUp, 10*time.Minute)
+	timeout := s.mo.Spec.Timeouts.ScaleUpTimeout()
 	if (err == nil && o.isDone()) || time.Since(s.phaseStarted()) <= timeout {
 		return o, err
 	}

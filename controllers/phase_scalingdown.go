@@ -30,7 +30,7 @@ func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *s
 	if err == nil {
 		return o, nil
 	}
-	bound := durationOr(s.mo.Spec.Timeouts.BlockMove, 10*time.Minute) + durationOr(s.mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+	bound := s.mo.Spec.Timeouts.BlockMoveTimeout() + s.mo.Spec.Timeouts.ScaleDownTimeout()
 	if time.Since(s.phaseStarted()) > bound {
 		return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf(
 			"ScalingDown still failed after %s (spec.timeouts.blockMove + spec.timeouts.scaleDown); the move is rolled back: %v", bound, err)), nil
@@ -76,7 +76,7 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outc
 			return outcome{}, err
 		}
 		if len(blockers) > 0 {
-			timeout := durationOr(mo.Spec.Timeouts.BlockMove, 10*time.Minute)
+			timeout := mo.Spec.Timeouts.BlockMoveTimeout()
 			msg := fmt.Sprintf("%s carry the %s annotation: their providers are finishing work that must not be interrupted", joinRefs(blockers), graph.BlockMoveAnnotation)
 			if time.Since(s.phaseStarted()) > timeout {
 				return failWith(movev1alpha1.ReasonBlockMoveTimeout, fmt.Sprintf("%s, still after %s (spec.timeouts.blockMove)", msg, timeout)), nil
@@ -94,7 +94,7 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outc
 		return outcome{}, err
 	}
 	if len(remaining) > 0 {
-		timeout := durationOr(mo.Spec.Timeouts.ScaleDown, 5*time.Minute)
+		timeout := mo.Spec.Timeouts.ScaleDownTimeout()
 		msg := fmt.Sprintf("controller pods still running: %s", formatCounts(remaining))
 		if time.Since(s.phaseStarted()) > timeout {
 			return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf("%s after %s (spec.timeouts.scaleDown)", msg, timeout)), nil

@@ -32,7 +32,7 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	restart, err := restartInOrder(ctx, r.Source, controllers, ptr.Deref(s.mo.Spec.Controllers.FallbackReplicas, 1))
+	restart, err := restartInOrder(ctx, r.Source, controllers, s.mo.Spec.Controllers.FallbackReplicasOrDefault())
 	if err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
@@ -75,13 +75,13 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 // every one of them is Available.
 func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, controllers []quiesce.Controller) (outcome, error) {
 	mo := s.mo
-	restart, err := restartInOrder(ctx, c, controllers, ptr.Deref(mo.Spec.Controllers.FallbackReplicas, 1))
+	restart, err := restartInOrder(ctx, c, controllers, mo.Spec.Controllers.FallbackReplicasOrDefault())
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	r.reportGone(ctx, s, role, restart.gone)
 	if len(restart.unavailable) > 0 {
-		timeout := durationOr(mo.Spec.Timeouts.ScaleUp, 10*time.Minute)
+		timeout := mo.Spec.Timeouts.ScaleUpTimeout()
 		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(restart.unavailable))
 		if time.Since(s.phaseStarted()) > timeout {
 			// Past the point of no return nothing can be undone: keep
@@ -520,13 +520,6 @@ func objectsIn(groups [][]*graph.Object) int {
 		n += len(g)
 	}
 	return n
-}
-
-func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
-	if d == nil || d.Duration <= 0 {
-		return fallback
-	}
-	return d.Duration
 }
 
 // joinRefs names objects for a message, the first ten of them.

@@ -99,10 +99,7 @@ func checkTargetSecretStays(_ context.Context, e *Env) error {
 	if i < 0 {
 		return nil
 	}
-	key := ref.Key
-	if key == "" {
-		key = movev1alpha1.DefaultKubeconfigSecretKey
-	}
+	key := ref.KeyOrDefault()
 	e.find(movev1alpha1.ReasonTargetSecretMoves, fmt.Sprintf(
 		"Secret %s/%s, which spec.target.kubeconfigSecretRef names, is one of the objects the move takes, and the move would delete it from the source while it still needs the target; "+
 			"copy the kubeconfig to a Secret of its own (kubectl -n %s get secret %s -o jsonpath='{.data.%s}' | base64 -d > target.kubeconfig && kubectl -n %s create secret generic move-target --from-file=value=target.kubeconfig) and name that one in a new MoveOperation",

@@ -73,10 +73,7 @@ type cachedTarget struct {
 // Get returns a client for the target named by ref, a Secret in namespace.
 // Problems the user must fix come back as *Error with the reason to report.
 func (c *Clients) Get(ctx context.Context, namespace string, ref movev1alpha1.SecretKeyReference) (*Target, error) {
-	key := ref.Key
-	if key == "" {
-		key = movev1alpha1.DefaultKubeconfigSecretKey
-	}
+	key := ref.KeyOrDefault()
 	secretKey := types.NamespacedName{Namespace: namespace, Name: ref.Name}
 	secret := &corev1.Secret{}
 	if err := c.Reader.Get(ctx, secretKey, secret); err != nil {

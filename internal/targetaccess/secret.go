@@ -17,9 +17,7 @@ import (
 // (movev1alpha1.DefaultKubeconfigSecretKey when empty), as a MoveOperation's
 // spec.target.kubeconfigSecretRef names it.
 func Secret(namespace, name, key string, kubeconfig []byte) *corev1.Secret {
-	if key == "" {
-		key = movev1alpha1.DefaultKubeconfigSecretKey
-	}
+	key = movev1alpha1.SecretKeyReference{Name: name, Key: key}.KeyOrDefault()
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},

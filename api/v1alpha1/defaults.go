@@ -1,0 +1,69 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The defaults the CRD's markers give the spec, for code that reads a spec
+// the API server did not default (one built in Go, or stored before a field
+// existed). The markers cannot name Go constants, so TestTheDefaultsAreTheCRDs
+// checks each one against the generated CRD: a default is stated in the
+// marker and here, and nowhere else.
+const (
+	// DefaultScaleDownTimeout is spec.timeouts.scaleDown's default.
+	DefaultScaleDownTimeout = 5 * time.Minute
+	// DefaultScaleUpTimeout is spec.timeouts.scaleUp's default.
+	DefaultScaleUpTimeout = 10 * time.Minute
+	// DefaultBlockMoveTimeout is spec.timeouts.blockMove's default.
+	DefaultBlockMoveTimeout = 10 * time.Minute
+	// DefaultCopyTimeout is spec.timeouts.copy's default.
+	DefaultCopyTimeout = 10 * time.Minute
+	// DefaultFallbackReplicas is spec.controllers.fallbackReplicas' default.
+	DefaultFallbackReplicas int32 = 1
+)
+
+// ScaleDownTimeout is spec.timeouts.scaleDown, or its default.
+func (t TimeoutsSpec) ScaleDownTimeout() time.Duration {
+	return durationOr(t.ScaleDown, DefaultScaleDownTimeout)
+}
+
+// ScaleUpTimeout is spec.timeouts.scaleUp, or its default.
+func (t TimeoutsSpec) ScaleUpTimeout() time.Duration {
+	return durationOr(t.ScaleUp, DefaultScaleUpTimeout)
+}
+
+// BlockMoveTimeout is spec.timeouts.blockMove, or its default.
+func (t TimeoutsSpec) BlockMoveTimeout() time.Duration {
+	return durationOr(t.BlockMove, DefaultBlockMoveTimeout)
+}
+
+// CopyTimeout is spec.timeouts.copy, or its default.
+func (t TimeoutsSpec) CopyTimeout() time.Duration {
+	return durationOr(t.Copy, DefaultCopyTimeout)
+}
+
+// KeyOrDefault is the key of the kubeconfig in the Secret, or its default.
+func (r SecretKeyReference) KeyOrDefault() string {
+	if r.Key == "" {
+		return DefaultKubeconfigSecretKey
+	}
+	return r.Key
+}
+
+// FallbackReplicasOrDefault is spec.controllers.fallbackReplicas, or its
+// default.
+func (c ControllersSpec) FallbackReplicasOrDefault() int32 {
+	return ptr.Deref(c.FallbackReplicas, DefaultFallbackReplicas)
+}
+
+// durationOr is d, or fallback when d is unset (or not positive, which the
+// CRD's validation refuses, but a spec built in Go may hold).
+func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return fallback
+	}
+	return d.Duration
+}
