@@ -37,10 +37,19 @@ var (
 		Name: "move_operator_objects_deleted_total",
 		Help: "Objects deleted from the source cluster after being copied.",
 	})
+
+	// reconcileErrors counts what controller-runtime's own error counter
+	// cannot: Reconcile hands its errors back as a plain rate-limited
+	// requeue (see Reconcile), so that they are logged once, not on every
+	// retry.
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "move_operator_reconcile_errors_total",
+		Help: "Reconciles of MoveOperations that ended in an error and are retried with backoff, by phase (empty when the MoveOperation could not be read).",
+	}, []string{"phase"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(phaseTransitions, operationsCompleted, phaseDuration, objectsCopied, objectsDeleted)
+	metrics.Registry.MustRegister(phaseTransitions, operationsCompleted, phaseDuration, objectsCopied, objectsDeleted, reconcileErrors)
 }
 
 // observeTransition counts a phase entered and times the phase left.

@@ -173,12 +173,18 @@ type lastError struct {
 	repeated bool
 }
 
-// reportError logs an error the first time it comes, and records a Warning
+// reportError counts every error (move_operator_reconcile_errors_total),
+// logs it the first time it comes, and records a Warning
 // event the first time it comes again in a row: a step that keeps failing
 // the same way is what a user looking at a stuck move needs to see, once,
 // in the MoveOperation's events. mo is nil when the MoveOperation could
 // not be read.
 func (r *MoveOperationReconciler) reportError(ctx context.Context, key types.NamespacedName, mo *movev1alpha1.MoveOperation, err error) {
+	phase := ""
+	if mo != nil {
+		phase = string(phaseOf(mo))
+	}
+	reconcileErrors.WithLabelValues(phase).Inc()
 	msg := err.Error()
 	v, _ := r.lastErrors.Load(key)
 	last, _ := v.(lastError)
