@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/controllers"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/snapshot"
@@ -122,9 +123,7 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 		for _, p := range done.Status.PhaseTransitions {
 			phases = append(phases, p.Phase)
 		}
-		g.Expect(phases).To(Equal([]movev1alpha1.MovePhase{movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording,
-			movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget,
-			movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone}))
+		g.Expect(phases).To(Equal(controllers.Path()))
 		g.Expect(done.Status.Plan).NotTo(BeNil())
 		g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Progress.Total))
 		g.Expect(done.Status.Progress.Summary).To(Equal(fmt.Sprintf("%d/%d", done.Status.Progress.Total, done.Status.Progress.Total)))

@@ -17,12 +17,13 @@ import (
 )
 
 var copyingPhase = phaseSpec{
-	phase:     movev1alpha1.PhaseCopying,
-	condition: movev1alpha1.ObjectsCopiedCondition,
-	step:      (*MoveOperationReconciler).reconcileCopying,
-	next:      movev1alpha1.PhaseDeleting,
-	onFailure: movev1alpha1.PhaseRollingBack,
-	onDelete:  deletionRollsBack,
+	phase:           movev1alpha1.PhaseCopying,
+	condition:       movev1alpha1.ObjectsCopiedCondition,
+	step:            (*MoveOperationReconciler).reconcileCopying,
+	next:            movev1alpha1.PhaseDeleting,
+	onFailure:       movev1alpha1.PhaseRollingBack,
+	onDelete:        deletionRollsBack,
+	controllersDown: downInBoth,
 }
 
 // reconcileCopying creates the objects in the target, one creation group per

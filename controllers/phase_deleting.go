@@ -11,11 +11,12 @@ import (
 )
 
 var deletingPhase = phaseSpec{
-	phase:     movev1alpha1.PhaseDeleting,
-	condition: movev1alpha1.ObjectsDeletedCondition,
-	step:      (*MoveOperationReconciler).reconcileDeleting,
-	next:      movev1alpha1.PhaseRestoringTarget,
-	onDelete:  deletionFinishes,
+	phase:           movev1alpha1.PhaseDeleting,
+	condition:       movev1alpha1.ObjectsDeletedCondition,
+	step:            (*MoveOperationReconciler).reconcileDeleting,
+	next:            movev1alpha1.PhaseRestoringTarget,
+	onDelete:        deletionFinishes,
+	controllersDown: downInBoth,
 }
 
 // reconcileDeleting deletes the moved objects from the source, last group

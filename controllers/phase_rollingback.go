@@ -18,6 +18,14 @@ var rollingBackPhase = phaseSpec{
 	next:                movev1alpha1.PhaseFailed,
 	onDelete:            deletionFinishes,
 	stallsWithoutTarget: true,
+	controllersDown:     targetDownWhileCleared,
+}
+
+// targetDownWhileCleared: in a rollback, the target's controllers are at
+// zero once the source is restored and until what the move created there
+// is deleted (they come back after that); the source's are restored first.
+func targetDownWhileCleared(run *run, role movev1alpha1.ClusterRole) bool {
+	return role == movev1alpha1.ClusterTarget && run.sourceRestored && !run.targetCleared
 }
 
 // reconcileRollingBack undoes a move that failed before the point of no

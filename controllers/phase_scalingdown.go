@@ -11,12 +11,13 @@ import (
 )
 
 var scalingDownPhase = phaseSpec{
-	phase:     movev1alpha1.PhaseScalingDown,
-	condition: movev1alpha1.ControllersScaledDownCondition,
-	step:      (*MoveOperationReconciler).reconcileScalingDown,
-	next:      movev1alpha1.PhaseCopying,
-	onFailure: movev1alpha1.PhaseRollingBack,
-	onDelete:  deletionRollsBack,
+	phase:           movev1alpha1.PhaseScalingDown,
+	condition:       movev1alpha1.ControllersScaledDownCondition,
+	step:            (*MoveOperationReconciler).reconcileScalingDown,
+	next:            movev1alpha1.PhaseCopying,
+	onFailure:       movev1alpha1.PhaseRollingBack,
+	onDelete:        deletionRollsBack,
+	controllersDown: downInBoth,
 }
 
 // reconcileScalingDown installs the webhook bypass, pauses what moves, waits

@@ -57,7 +57,16 @@ type phaseSpec struct {
 	// given (its Secret, its kubeconfig) needs a human (Stalled=True);
 	// elsewhere it is waited for.
 	stallsWithoutTarget bool
+	// controllersDown says, in a cluster, whether every controller the
+	// move stopped is meant to be at zero in the phase, so that every
+	// webhook they serve must let the operator through (see
+	// reassertBypassAfter); nil where none is.
+	controllersDown func(run *run, role movev1alpha1.ClusterRole) bool
 }
+
+// downInBoth: the move's controllers are at zero in both clusters for the
+// whole phase (ScalingDown to Deleting).
+func downInBoth(*run, movev1alpha1.ClusterRole) bool { return true }
 
 // successor is the phase that follows p when its step is done.
 func (p phaseSpec) successor(mo *movev1alpha1.MoveOperation) movev1alpha1.MovePhase {
@@ -90,6 +99,20 @@ func init() {
 
 // specOf returns the row of a phase.
 func specOf(p movev1alpha1.MovePhase) phaseSpec { return phaseTable[p] }
+
+// Path is the phases a move that succeeds goes through, in order: the
+// table's successors from Pending to Done. Whoever follows a move (tests,
+// the demo, benchmarks) reads it here rather than list the phases again.
+func Path() []movev1alpha1.MovePhase {
+	var out []movev1alpha1.MovePhase
+	for p := movev1alpha1.PhasePending; len(out) < len(phaseOrder); p = specOf(p).next {
+		out = append(out, p)
+		if specOf(p).step == nil {
+			break
+		}
+	}
+	return out
+}
 
 // reconcilePhase runs the step of the MoveOperation's current phase, and
 // applies what it reports.

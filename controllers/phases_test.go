@@ -2,19 +2,25 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/yaml"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/preflight"
@@ -24,11 +30,29 @@ import (
 // failure in every phase, and the conditions of every phase × outcome, in
 // the style of Cluster API's *_status_test.go.
 
-var allPhases = []movev1alpha1.MovePhase{
-	movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording,
-	movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting,
-	movev1alpha1.PhaseRestoringTarget, movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone,
-	movev1alpha1.PhaseRollingBack, movev1alpha1.PhaseFailed,
+// allPhases are the phases the API accepts, read from the generated CRD's
+// enum of status.phase (not from the table, which the tests check against
+// it).
+var allPhases = crdPhases()
+
+func crdPhases() []movev1alpha1.MovePhase {
+	data, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "move.cluster.x-k8s.io_moveoperations.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		panic(err)
+	}
+	var out []movev1alpha1.MovePhase
+	for _, v := range crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["phase"].Enum {
+		var p string
+		if err := json.Unmarshal(v.Raw, &p); err != nil {
+			panic(err)
+		}
+		out = append(out, movev1alpha1.MovePhase(p))
+	}
+	return out
 }
 
 // beforeThePointOfNoReturn are the phases after which nothing is written
@@ -53,9 +77,7 @@ func moveIn(phases ...movev1alpha1.MovePhase) *movev1alpha1.MoveOperation {
 // pathTo returns the phases a move goes through up to p, rolling back from
 // Copying.
 func pathTo(p movev1alpha1.MovePhase) []movev1alpha1.MovePhase {
-	forward := []movev1alpha1.MovePhase{movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording,
-		movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget,
-		movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone}
+	forward := Path()
 	switch p {
 	case movev1alpha1.PhaseRollingBack:
 		return append(forward[:5:5], movev1alpha1.PhaseRollingBack)
@@ -427,5 +449,42 @@ func TestAnAuthorizersRefusalFailsTheMoveAtOnceWhereTheTableSaysAndAnyOther403Is
 			setConditions(s, time.Now())
 			checkKstatus(t, s, kstatusOf(t, mo))
 		})
+	}
+}
+
+func TestThePathOfASuccessfulMoveIsTheTablesSuccessorsFromPendingToDone(t *testing.T) {
+	path := Path()
+	if len(path) < 2 || path[0] != movev1alpha1.PhasePending || path[len(path)-1] != movev1alpha1.PhaseDone {
+		t.Fatalf("the path is %v, want Pending … Done", path)
+	}
+	mo := moveIn()
+	for i := 1; i < len(path); i++ {
+		if next := specOf(path[i-1]).successor(mo); next != path[i] {
+			t.Errorf("after %s the table leads to %s, the path says %s", path[i-1], next, path[i])
+		}
+	}
+}
+
+// Where the move's controllers are meant to be at zero (and so where a
+// webhook that lost its bypass gets it back) is a column of the table.
+func TestTheControllersAreDownFromScalingDownToDeletingAndInARollbacksTargetUntilItIsCleared(t *testing.T) {
+	both := map[movev1alpha1.MovePhase]bool{movev1alpha1.PhaseScalingDown: true, movev1alpha1.PhaseCopying: true, movev1alpha1.PhaseDeleting: true}
+	r := &MoveOperationReconciler{}
+	for _, p := range allPhases {
+		for _, role := range []movev1alpha1.ClusterRole{movev1alpha1.ClusterSource, movev1alpha1.ClusterTarget} {
+			for _, st := range []struct {
+				name                          string
+				sourceRestored, targetCleared bool
+			}{{"before the source is restored", false, false}, {"once the source is restored", true, false}, {"once the target is cleared", true, true}} {
+				s := &scope{mo: moveIn(pathTo(p)...)}
+				s.mo.UID = types.UID(fmt.Sprintf("%s-%s-%t-%t", p, role, st.sourceRestored, st.targetCleared))
+				run := r.runFor(s.mo.UID)
+				run.sourceRestored, run.targetCleared = st.sourceRestored, st.targetCleared
+				want := both[p] || (p == movev1alpha1.PhaseRollingBack && role == movev1alpha1.ClusterTarget && st.sourceRestored && !st.targetCleared)
+				if got := r.controllersDown(s, role); got != want {
+					t.Errorf("in %s, %s cluster, %s: controllers down %t, want %t", p, role, st.name, got, want)
+				}
+			}
+		}
 	}
 }

@@ -391,13 +391,6 @@ const (
 	PhaseFailed MovePhase = "Failed"
 )
 
-// Phases lists every phase, in state-machine order.
-var Phases = []MovePhase{
-	PhasePending, PhaseValidating, PhaseRecording, PhaseScalingDown, PhaseCopying,
-	PhaseDeleting, PhaseRestoringTarget, PhaseRestoringSource, PhaseDone,
-	PhaseRollingBack, PhaseFailed,
-}
-
 // IsTerminal reports whether a MoveOperation in this phase will not change again.
 func (p MovePhase) IsTerminal() bool { return p == PhaseDone || p == PhaseFailed }
 

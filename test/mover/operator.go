@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/controllers"
 	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/testenv"
@@ -31,11 +32,14 @@ const (
 	targetSecret = "move-operator-target"
 )
 
-// PhaseOrder is every phase of a successful move, in order.
-var PhaseOrder = []string{
-	string(movev1alpha1.PhasePending), string(movev1alpha1.PhaseValidating), string(movev1alpha1.PhaseRecording),
-	string(movev1alpha1.PhaseScalingDown), string(movev1alpha1.PhaseCopying), string(movev1alpha1.PhaseDeleting),
-	string(movev1alpha1.PhaseRestoringTarget), string(movev1alpha1.PhaseRestoringSource), string(movev1alpha1.PhaseDone),
+// PhaseOrder is every phase of a successful move, in order, as the
+// operator's phase table has it.
+func PhaseOrder() []string {
+	var out []string
+	for _, p := range controllers.Path() {
+		out = append(out, string(p))
+	}
+	return out
 }
 
 // Operator is the operator as users install it, running against the
@@ -109,7 +113,7 @@ func (o *Operator) Stop() error {
 func (o *Operator) LogPath() string { return o.run.LogPath }
 
 // OperatorTimeline returns a timeline of the operator's phases, beginning now.
-func OperatorTimeline() *Timeline { return newTimeline(PhaseOrder) }
+func OperatorTimeline() *Timeline { return newTimeline(PhaseOrder()) }
 
 // Move creates a MoveOperation for namespaces and follows it until it is
 // Done or Failed, marking its phases on tl (a new OperatorTimeline if nil);

@@ -1,0 +1,237 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/quiesce"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// installBypass lets the operator's own requests past the webhooks served
+// by the controllers this move stops, in both clusters.
+func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, target *remote.Target) error {
+	for _, c := range r.clusters(target) {
+		who, err := quiesce.WhoAmI(ctx, c.client)
+		if err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+		wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+		if err != nil {
+			return err
+		}
+		if _, err := quiesce.InstallBypass(ctx, c.client, wh.Served, who.Username); err != nil {
+			return fmt.Errorf("%s cluster: %w", c.role, err)
+		}
+	}
+	return nil
+}
+
+// followIdentities makes the webhook bypass in each cluster let through
+// the identity the operator has there now, once per client: in the target,
+// for each new kubeconfig its Secret holds (a rotated credential may be
+// another ServiceAccount's); in the source, once per operator run (the
+// operator may run as another ServiceAccount than the one that began the
+// move). target is nil where only the source is looked at.
+//
+// Nothing of it is kept but in the clusters: the bypass's match condition
+// names the identity it lets through, and is rewritten in place (see
+// quiesce.RebindBypass), so a crash between two configurations leaves
+// some naming the old identity, and the next run, which checks once
+// before it writes, rewrites them. The removal of the bypass goes by the
+// condition's name, whichever identity it names.
+func (r *MoveOperationReconciler) followIdentities(ctx context.Context, s *scope, target *remote.Target) error {
+	run := r.runFor(s.mo.UID)
+	if !run.sourceIdentityFollowed {
+		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterSource, client: r.Source}); err != nil {
+			return err
+		}
+		run.sourceIdentityFollowed = true
+	}
+	if target != nil && run.identityFollowed != target {
+		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client}); err != nil {
+			return err
+		}
+		run.identityFollowed = target
+	}
+	return nil
+}
+
+// followIdentity asks a cluster who the operator is there, and moves to
+// that identity every bypass condition that names another; each move is
+// logged and raises a Warning event.
+func (r *MoveOperationReconciler) followIdentity(ctx context.Context, s *scope, c clusterClient) error {
+	who, err := quiesce.WhoAmI(ctx, c.client)
+	if err != nil {
+		return fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	rebound, err := quiesce.RebindBypass(ctx, c.client, who.Username)
+	if len(rebound.Configurations) > 0 {
+		msg := identityChangedMessage(s, c.role, who.Username, rebound)
+		log.FromContext(ctx).Info(msg, "cluster", c.role)
+		r.event(s.mo, "Warning", movev1alpha1.ReasonIdentityChanged, string(phaseOf(s.mo)), msg)
+	}
+	if err != nil {
+		return fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	return nil
+}
+
+func identityChangedMessage(s *scope, role movev1alpha1.ClusterRole, now string, rebound quiesce.Rebound) string {
+	before := make([]string, 0, len(rebound.From))
+	for _, u := range rebound.From {
+		if u == "" {
+			before = append(before, "an identity written in a form the operator does not write")
+			continue
+		}
+		before = append(before, strconv.Quote(u))
+	}
+	how := "runs as another ServiceAccount"
+	if role == movev1alpha1.ClusterTarget {
+		ref := s.mo.Spec.Target.KubeconfigSecretRef
+		how = fmt.Sprintf("uses the new credential of Secret %s/%s", s.mo.Namespace, ref.Name)
+	}
+	return fmt.Sprintf("the operator's identity in the %s cluster changed: it %s, and is %q there, no longer %s; the webhook bypass of the move now lets %q through, and no longer the old identity (wrote %s)",
+		strings.ToLower(string(role)), how, now, strings.Join(before, ", "), now, strings.Join(rebound.Configurations, ", "))
+}
+
+// reassertBypassAfter looks in a step's error for admission webhooks the
+// API server failed to call for the operator, and makes the bypass hold
+// again where it should: past the point of no return a refused write is
+// retried for ever, with every provider at zero, so the move must not
+// depend on the bypass staying as ScalingDown left it.
+//
+//   - While the move's controllers are down in a cluster (see
+//     controllersDown), a webhook they serve that lost its bypass there
+//     (somebody applied the provider's manifests again: a GitOps tool, an
+//     installer) gets it back.
+//   - A webhook that holds the bypass and was called all the same means
+//     the API server is using its configuration from before the bypass
+//     (see quiesce.RefreshBypass): the configuration is written again so
+//     that it reloads it. That holds in every phase.
+//
+// Both clusters are looked at, as the error does not say whose API server
+// refused (the providers, and so the webhook names, are the same in both);
+// a refresh of the cluster that did not refuse costs one harmless write.
+// Each write is logged and raises a Warning event; a failure here is only
+// logged, the step's retry comes back to it.
+func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *scope, stepErr error) {
+	failed := quiesce.FailedWebhooks(stepErr)
+	if len(failed) == 0 {
+		return
+	}
+	clusters := []clusterClient{{role: movev1alpha1.ClusterSource, client: r.Source}}
+	if target, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef); err == nil {
+		clusters = append(clusters, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client})
+	}
+	logger := log.FromContext(ctx)
+	for _, c := range clusters {
+		msg, err := r.reassertBypassIn(ctx, s, c, failed)
+		if err != nil {
+			logger.Info("could not make the webhook bypass hold again; the step's retry will try again", "cluster", c.role, "error", err.Error())
+		}
+		if msg != "" {
+			logger.Info(msg, "cluster", c.role)
+			r.event(s.mo, "Warning", movev1alpha1.ReasonBypassReapplied, string(phaseOf(s.mo)), msg)
+		}
+	}
+}
+
+// reassertBypassIn does reassertBypassAfter's work in one cluster and says
+// what it wrote, if anything.
+func (r *MoveOperationReconciler) reassertBypassIn(ctx context.Context, s *scope, c clusterClient, failed []string) (string, error) {
+	called := strings.Join(failed, ", ")
+	if r.controllersDown(s, c.role) {
+		reinstalled, err := r.reinstallBypass(ctx, s, c, failed)
+		if err != nil {
+			return "", err
+		}
+		if len(reinstalled) > 0 {
+			return fmt.Sprintf("webhooks this move bypasses were called for the operator (%s): the bypass had been removed from the %s's %s; installed it again",
+				called, c.role, strings.Join(reinstalled, ", ")), nil
+		}
+	}
+	refreshed, err := quiesce.RefreshBypass(ctx, c.client, failed, time.Now())
+	if len(refreshed) == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("webhooks this move bypasses were called for the operator (%s); wrote the %s's %s again so that its API server reloads them (it may hold them as they were before the bypass)",
+		called, c.role, strings.Join(refreshed, ", ")), err
+}
+
+// reinstallBypass installs the bypass again on those of the failed
+// webhooks that the move's stopped controllers serve.
+func (r *MoveOperationReconciler) reinstallBypass(ctx context.Context, s *scope, c clusterClient, failed []string) ([]string, error) {
+	wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, n := range failed {
+		named[n] = true
+	}
+	var refs []quiesce.WebhookRef
+	for _, ref := range wh.Served {
+		if named[ref.Webhook] {
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	who, err := quiesce.WhoAmI(ctx, c.client)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	written, err := quiesce.InstallBypass(ctx, c.client, refs, who.Username)
+	if err != nil {
+		return written, fmt.Errorf("%s cluster: %w", c.role, err)
+	}
+	return written, nil
+}
+
+// removeBypassOfRunning removes the bypass from the webhooks served by the
+// restored controllers that run (replicas above zero).
+func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c client.Client, role movev1alpha1.ClusterRole, restored []quiesce.Controller) error {
+	var running []quiesce.Controller
+	for _, ctrl := range restored {
+		if ctrl.Replicas > 0 {
+			running = append(running, ctrl)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	wh, err := quiesce.FindWebhooks(ctx, c, running)
+	if err != nil {
+		return fmt.Errorf("%s cluster: %w", role, err)
+	}
+	if err := quiesce.RemoveBypassFrom(ctx, c, wh.Served); err != nil {
+		return fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return nil
+}
+
+// webhooksOf maps a cluster's webhooks to the controllers this move stops
+// there (recorded in status once Recording is done, selected before).
+func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
+	controllers := r.recordedControllers(s, role)
+	if len(s.mo.Status.Controllers) == 0 {
+		var err error
+		if controllers, err = r.selectControllers(ctx, s, c, role); err != nil {
+			return nil, err
+		}
+	}
+	wh, err := quiesce.FindWebhooks(ctx, c, controllers)
+	if err != nil {
+		return nil, fmt.Errorf("%s cluster: %w", role, err)
+	}
+	return wh, nil
+}

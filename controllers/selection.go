@@ -1,0 +1,35 @@
+package controllers
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// excluded returns the Deployments never to stop in a cluster: the
+// operator's own, in the source.
+func (r *MoveOperationReconciler) excluded(role movev1alpha1.ClusterRole) []types.NamespacedName {
+	if role == movev1alpha1.ClusterSource && r.Self.Name != "" {
+		return []types.NamespacedName{r.Self}
+	}
+	return nil
+}
+
+func clusterSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
+	if mo.Spec.ClusterSelector == nil {
+		return nil, nil
+	}
+	return metav1.LabelSelectorAsSelector(mo.Spec.ClusterSelector)
+}
+
+func controllerSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
+	sel := mo.Spec.Controllers.Selector
+	if sel == nil {
+		sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: movev1alpha1.DefaultControllerLabel, Operator: metav1.LabelSelectorOpExists,
+		}}}
+	}
+	return metav1.LabelSelectorAsSelector(sel)
+}

@@ -1,0 +1,51 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// target returns the target's client. When the Secret or kubeconfig is
+// wrong (changed since Validating, which waits until it is right) it says
+// why, and the phase waits: for a human where the table says so
+// (stallsWithoutTarget); in a phase that rolls back on failure, as an
+// error, so that the phase's timeout rolls the move back if the Secret is
+// not mended in time (a wait there would bypass that bound, with the
+// providers stopped); past the point of no return, for the Secret to be
+// mended.
+func (r *MoveOperationReconciler) target(ctx context.Context, s *scope) (*remote.Target, outcome, error) {
+	t, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef)
+	if err == nil {
+		return t, done(), nil
+	}
+	var re *remote.Error
+	if !errors.As(err, &re) {
+		return nil, outcome{}, fmt.Errorf("connecting to the target: %w", err)
+	}
+	spec := specOf(phaseOf(s.mo))
+	switch {
+	case spec.stallsWithoutTarget:
+		return nil, stallOn(10*time.Second, re.Reason, re.Message), nil
+	case spec.onFailure == movev1alpha1.PhaseRollingBack:
+		return nil, outcome{}, fmt.Errorf("cannot use the target: %w", err)
+	}
+	return nil, waitFor(10*time.Second, fmt.Sprintf("cannot reach the target: %s", re.Message)), nil
+}
+
+type clusterClient struct {
+	role   movev1alpha1.ClusterRole
+	client client.Client
+}
+
+// clusters returns both clusters, target first: the order in which they are
+// restored.
+func (r *MoveOperationReconciler) clusters(target *remote.Target) []clusterClient {
+	return []clusterClient{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}}
+}
