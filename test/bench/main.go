@@ -38,6 +38,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -56,6 +57,7 @@ import (
 
 	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/localcluster"
+	usermove "github.com/move-operator/move-operator/test/mover"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -240,9 +242,11 @@ type bench struct {
 	machine    machineInfo
 	// clusters is the pair of the size being measured.
 	clusters *clusters
-	// marks records the milestones clusterctl logs.
-	marks   *markSink
-	results []*result
+	// clusterctlLog is clusterctl's logger, which writes to
+	// clusterctlLogFile through a buffer.
+	clusterctlLog     *usermove.ClusterctlLog
+	clusterctlLogFile *os.File
+	results           []*result
 	// idle is the background request rate of each size's clusters.
 	idle map[int]map[string]float64
 }
@@ -262,9 +266,10 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(webhookLog), zap.Level(zapcore.InfoLevel)))
-	if b.marks, err = newMarkSink(filepath.Join(b.workDir, "clusterctl.log")); err != nil {
+	if b.clusterctlLogFile, err = os.Create(filepath.Join(b.workDir, "clusterctl.log")); err != nil {
 		return err
 	}
+	b.clusterctlLog = usermove.NewClusterctlLog(bufio.NewWriter(b.clusterctlLogFile))
 	b.machine = describeMachine(ctx, b.root, b.opts)
 	say("move-operator benchmark: clusterctl move vs move-operator vs raw requests; %s", b.opts.plan())
 	say("machine: %s", b.machine.summary())
@@ -375,8 +380,9 @@ func (b *bench) cleanup(removeLogs bool) {
 	if b.clusters != nil {
 		_ = b.clusters.stop(!removeLogs)
 	}
-	if b.marks != nil {
-		_ = b.marks.close()
+	if b.clusterctlLog != nil {
+		_ = b.clusterctlLog.Flush()
+		_ = b.clusterctlLogFile.Close()
 	}
 	if removeLogs && b.workDir != "" {
 		_ = os.RemoveAll(b.workDir)

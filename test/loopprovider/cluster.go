@@ -2,17 +2,10 @@ package loopprovider
 
 import (
 	"context"
-	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -20,36 +13,10 @@ type clusterReconciler struct {
 	base
 }
 
-func (r *clusterReconciler) setup(ctx context.Context, mgr ctrl.Manager, co controller.Options) error {
-	gvk := GroupVersion.WithKind(ClusterKind)
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named("loopcluster").
-		For(newObject(ClusterKind), builder.WithPredicates(r.notPaused())).
-		WithOptions(co).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(
-			util.ClusterToInfrastructureMapFunc(ctx, gvk, mgr.GetClient(), newObject(ClusterKind)))).
-		Complete(r)
-	if err != nil {
-		return fmt.Errorf("setting up the LoopCluster controller: %w", err)
-	}
-	return nil
-}
-
 func (r *clusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	defer r.opts.Activity.begin(ClusterKind, req)()
-	lc := newObject(ClusterKind)
-	if err := r.client.Get(ctx, req.NamespacedName, lc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	cluster, err := util.GetOwnerCluster(ctx, r.client, metav1.ObjectMeta{Namespace: lc.GetNamespace(), OwnerReferences: lc.GetOwnerReferences()})
-	if err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if cluster == nil {
-		return ctrl.Result{}, nil // The Cluster controller sets the owner reference first.
-	}
-	if r.paused(cluster, lc) {
-		return ctrl.Result{}, nil
+	lc, _, _, err := fetch(ctx, r.base, ClusterKind, req, util.GetOwnerCluster)
+	if lc == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if !lc.GetDeletionTimestamp().IsZero() {
 		// A LoopCluster holds nothing in the cloud.

@@ -6,17 +6,12 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/move-operator/move-operator/test/cloud"
@@ -26,58 +21,13 @@ type machineReconciler struct {
 	base
 }
 
-func (r *machineReconciler) setup(ctx context.Context, mgr ctrl.Manager, co controller.Options) error {
-	gvk := GroupVersion.WithKind(MachineKind)
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named("loopmachine").
-		For(newObject(MachineKind), builder.WithPredicates(r.notPaused())).
-		WithOptions(co).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(gvk))).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToLoopMachines),
-			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), ctrl.LoggerFrom(ctx)))).
-		Complete(r)
-	if err != nil {
-		return fmt.Errorf("setting up the LoopMachine controller: %w", err)
-	}
-	return nil
-}
-
-// clusterToLoopMachines maps a Cluster to its LoopMachines.
-func (r *machineReconciler) clusterToLoopMachines(ctx context.Context, o client.Object) []reconcile.Request {
-	list := newList(MachineKind)
-	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, m := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
-	}
-	return out
-}
-
 // vmName is the name of a LoopMachine's VM, also the path of its providerID.
 func vmName(namespace, name string) string { return namespace + "/" + name }
 
 func (r *machineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	defer r.opts.Activity.begin(MachineKind, req)()
-	lm := newObject(MachineKind)
-	if err := r.client.Get(ctx, req.NamespacedName, lm); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	machine, err := util.GetOwnerMachine(ctx, r.client, metav1.ObjectMeta{Namespace: lm.GetNamespace(), OwnerReferences: lm.GetOwnerReferences()})
-	if err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if machine == nil {
-		// The Machine controller sets the owner reference first.
-		return ctrl.Result{}, nil
-	}
-	cluster, err := util.GetClusterFromMetadata(ctx, r.client, machine.ObjectMeta)
-	if err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.paused(cluster, lm) {
-		return ctrl.Result{}, nil
+	lm, machine, cluster, err := fetch(ctx, r.base, MachineKind, req, util.GetOwnerMachine)
+	if lm == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if !lm.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, lm)

@@ -7,17 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/move-operator/move-operator/test/cloud"
@@ -27,53 +21,10 @@ type machinePoolReconciler struct {
 	base
 }
 
-func (r *machinePoolReconciler) setup(ctx context.Context, mgr ctrl.Manager, co controller.Options) error {
-	gvk := GroupVersion.WithKind(MachinePoolKind)
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named("loopmachinepool").
-		For(newObject(MachinePoolKind), builder.WithPredicates(r.notPaused())).
-		WithOptions(co).
-		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(util.MachinePoolToInfrastructureMapFunc(ctx, gvk))).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToPools),
-			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), ctrl.LoggerFrom(ctx)))).
-		Complete(r)
-	if err != nil {
-		return fmt.Errorf("setting up the LoopMachinePool controller: %w", err)
-	}
-	return nil
-}
-
-func (r *machinePoolReconciler) clusterToPools(ctx context.Context, o client.Object) []reconcile.Request {
-	list := newList(MachinePoolKind)
-	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: o.GetName()}); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, p := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-	}
-	return out
-}
-
 func (r *machinePoolReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	defer r.opts.Activity.begin(MachinePoolKind, req)()
-	lmp := newObject(MachinePoolKind)
-	if err := r.client.Get(ctx, req.NamespacedName, lmp); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	mp, err := util.GetOwnerMachinePool(ctx, r.client, metav1.ObjectMeta{Namespace: lmp.GetNamespace(), OwnerReferences: lmp.GetOwnerReferences()})
-	if err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if mp == nil {
-		return ctrl.Result{}, nil // The MachinePool controller sets the owner reference first.
-	}
-	cluster, err := util.GetClusterFromMetadata(ctx, r.client, mp.ObjectMeta)
-	if err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.paused(cluster, lmp) {
-		return ctrl.Result{}, nil
+	lmp, mp, cluster, err := fetch(ctx, r.base, MachinePoolKind, req, util.GetOwnerMachinePool)
+	if lmp == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	if !lmp.GetDeletionTimestamp().IsZero() {
 		if !r.deletedForMove(lmp) {

@@ -13,11 +13,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -151,13 +153,23 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options, co co
 		opts.Switches = &Switches{}
 	}
 	b := base{client: mgr.GetClient(), opts: opts}
-	setups := []func(context.Context, ctrl.Manager, controller.Options) error{
-		(&clusterReconciler{base: b}).setup,
-		(&machineReconciler{base: b}).setup,
-		(&machinePoolReconciler{base: b}).setup,
+	controllers := []struct {
+		kind string
+		r    reconcile.Reconciler
+		// owner is the Cluster API kind that owns the loop kind;
+		// ownerToLoop maps one of its objects to its loop object.
+		owner       client.Object
+		ownerToLoop handler.MapFunc
+	}{
+		{ClusterKind, &clusterReconciler{base: b}, &clusterv1.Cluster{},
+			util.ClusterToInfrastructureMapFunc(ctx, GroupVersion.WithKind(ClusterKind), mgr.GetClient(), newObject(ClusterKind))},
+		{MachineKind, &machineReconciler{base: b}, &clusterv1.Machine{},
+			util.MachineToInfrastructureMapFunc(GroupVersion.WithKind(MachineKind))},
+		{MachinePoolKind, &machinePoolReconciler{base: b}, &clusterv1.MachinePool{},
+			util.MachinePoolToInfrastructureMapFunc(ctx, GroupVersion.WithKind(MachinePoolKind))},
 	}
-	for _, setup := range setups {
-		if err := setup(ctx, mgr, co); err != nil {
+	for _, c := range controllers {
+		if err := b.watch(ctx, mgr, co, c.kind, c.r, c.owner, c.ownerToLoop); err != nil {
 			return err
 		}
 	}

@@ -3,8 +3,10 @@ package mover
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,19 +42,34 @@ var ClusterctlOrder = []string{ClusterctlPausing, ClusterctlCreating, Clusterctl
 type Clusterctl struct {
 	env    *testenv.Env
 	client clusterctl.Client
-	sink   *milestoneSink
+	log    *ClusterctlLog
 }
 
 // NewClusterctl prepares clusterctl with an empty configuration in dir;
 // its log (what the CLI prints by default) goes to dir/clusterctl.log.
 // clusterctl's logger is process-wide: use one Clusterctl per process.
 func NewClusterctl(ctx context.Context, env *testenv.Env, dir string) (*Clusterctl, error) {
+	c, err := NewClusterctlClient(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "clusterctl.log"))
+	if err != nil {
+		return nil, err
+	}
+	return &Clusterctl{env: env, client: c, log: NewClusterctlLog(logFile)}, nil
+}
+
+// NewClusterctlClient returns a client of clusterctl's library with an
+// empty configuration, written to dir/clusterctl.yaml: clusterctl reads
+// nothing from the user's home and needs no network.
+func NewClusterctlClient(ctx context.Context, dir string) (clusterctl.Client, error) {
 	config := filepath.Join(dir, "clusterctl.yaml")
 	if err := os.WriteFile(config, []byte("# clusterctl move needs no configuration\n"), 0o644); err != nil {
 		return nil, err
 	}
-	// The library reads nothing from the network unless asked; this is in
-	// case that changes.
+	// The version check is the CLI's, not the library's; this is in case
+	// that changes.
 	if err := os.Setenv("CLUSTERCTL_DISABLE_VERSIONCHECK", "true"); err != nil {
 		return nil, err
 	}
@@ -60,13 +77,7 @@ func NewClusterctl(ctx context.Context, env *testenv.Env, dir string) (*Clusterc
 	if err != nil {
 		return nil, fmt.Errorf("creating the clusterctl client: %w", err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "clusterctl.log"))
-	if err != nil {
-		return nil, err
-	}
-	sink := &milestoneSink{out: logFile}
-	clusterctllog.SetLogger(logr.New(sink))
-	return &Clusterctl{env: env, client: c, sink: sink}, nil
+	return c, nil
 }
 
 // ClusterctlTimeline returns a timeline of clusterctl's milestones,
@@ -81,8 +92,8 @@ func (c *Clusterctl) Move(ctx context.Context, tl *Timeline, namespaces []string
 	if tl == nil {
 		tl = ClusterctlTimeline()
 	}
-	c.sink.follow(tl)
-	defer c.sink.follow(nil)
+	c.log.Follow(tl)
+	defer c.log.Follow(nil)
 	src, tgt := c.env.Source, c.env.Target
 	for _, ns := range namespaces {
 		err := c.client.Move(ctx, clusterctl.MoveOptions{
@@ -99,44 +110,76 @@ func (c *Clusterctl) Move(ctx context.Context, tl *Timeline, namespaces []string
 	return tl, nil
 }
 
-// milestoneSink is clusterctl's logger: it writes what the CLI shows by
-// default to a file and marks the milestones on the current timeline.
-type milestoneSink struct {
+// ClusterctlLog is clusterctl's logger. It marks clusterctl's milestones
+// on the timeline it follows, and writes to its writer what the CLI shows
+// by default, the milestones and the reasons clusterctl retries a request.
+// It formats nothing else, so that logging costs clusterctl no more than
+// its CLI's default verbosity does.
+type ClusterctlLog struct {
 	mu  sync.Mutex
-	out *os.File
+	out io.Writer
 	tl  *Timeline
 }
 
-func (s *milestoneSink) follow(tl *Timeline) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tl = tl
+// NewClusterctlLog makes clusterctl log to out from now on. clusterctl's
+// logger is process-wide: use one ClusterctlLog per process.
+func NewClusterctlLog(out io.Writer) *ClusterctlLog {
+	l := &ClusterctlLog{out: out}
+	clusterctllog.SetLogger(logr.New(l))
+	return l
 }
 
-func (s *milestoneSink) Init(logr.RuntimeInfo) {}
+// Follow marks the milestones on tl from now on; on none if tl is nil.
+func (l *ClusterctlLog) Follow(tl *Timeline) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tl = tl
+}
 
-// Enabled lets V(1) through, where ClusterctlResuming is logged, and
-// V(5), where clusterctl says why it retries a request.
-func (s *milestoneSink) Enabled(level int) bool { return level <= 1 || level == 5 }
+// Flush writes out what the writer holds back, if it buffers.
+func (l *ClusterctlLog) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.out.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
 
-func (s *milestoneSink) Info(level int, msg string, kv ...any) {
+// Init implements logr.LogSink.
+func (l *ClusterctlLog) Init(logr.RuntimeInfo) {}
+
+// Enabled lets V(1) through, where ClusterctlPausing and
+// ClusterctlResuming are logged, and V(5), where clusterctl says why it
+// retries a request.
+func (l *ClusterctlLog) Enabled(level int) bool { return level <= 1 || level == 5 }
+
+// Info implements logr.LogSink.
+func (l *ClusterctlLog) Info(level int, msg string, kv ...any) {
 	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tl != nil {
-		s.tl.observe(msg, now)
+	retry := strings.HasPrefix(msg, "Retrying")
+	if level > 1 && !retry {
+		return // V(5) is let through for the retries only.
 	}
-	if level == 0 || strings.HasPrefix(msg, "Retrying") {
-		fmt.Fprintf(s.out, "%s %s %v\n", now.Format(time.StampMilli), msg, kv)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tl != nil {
+		l.tl.observe(msg, now)
+	}
+	if level == 0 || retry || slices.Contains(ClusterctlOrder, msg) {
+		fmt.Fprintf(l.out, "%s %s %v\n", now.Format(time.StampMilli), msg, kv)
 	}
 }
 
-func (s *milestoneSink) Error(err error, msg string, kv ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.out, "%s ERROR %s: %v %v\n", time.Now().Format(time.StampMilli), msg, err, kv)
+// Error implements logr.LogSink.
+func (l *ClusterctlLog) Error(err error, msg string, kv ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.out, "%s ERROR %s: %v %v\n", time.Now().Format(time.StampMilli), msg, err, kv)
 }
 
-func (s *milestoneSink) WithValues(...any) logr.LogSink { return s }
+// WithValues implements logr.LogSink; clusterctl's values are dropped.
+func (l *ClusterctlLog) WithValues(...any) logr.LogSink { return l }
 
-func (s *milestoneSink) WithName(string) logr.LogSink { return s }
+// WithName implements logr.LogSink; clusterctl's names are dropped.
+func (l *ClusterctlLog) WithName(string) logr.LogSink { return l }

@@ -50,6 +50,13 @@ func (t *Timeline) Reached(step string) time.Time {
 	return first
 }
 
+// Seen is when step itself was first seen; zero if it never was.
+func (t *Timeline) Seen(step string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.seen[step]
+}
+
 // String lists the steps seen, with their offsets from the beginning.
 func (t *Timeline) String() string {
 	t.mu.Lock()
