@@ -406,7 +406,7 @@ func (d *demo) startOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args, err := install.Args(installed.Process{Binary: d.binary, Identity: identity})
+	args, err := install.Args(installed.Process{Binary: d.binary, Identity: identity, ProbeAddress: d.operator.ProbeAddress})
 	if err != nil {
 		return err
 	}
