@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/planrecord"
 	"github.com/move-operator/move-operator/internal/remote"
@@ -227,9 +228,19 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, ta
 	if err != nil {
 		return outcome{}, err
 	}
+	copyTarget := &retargetable{Client: target.Client}
+	copier := move.NewCopier(r.Source, copyTarget, plan, string(mo.UID), r.Move)
+	if mo.Spec.CarriesStatus() {
+		// The status goes through the target's status subresources.
+		targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
+		if err != nil {
+			return outcome{}, fmt.Errorf("target cluster: %w", err)
+		}
+		copier.CarryStatus(move.StatusSubresources(targetTypes))
+	}
 	run.copyPlan = plan
-	run.copyTarget, run.copyTargetOf, run.copyTargetID = &retargetable{Client: target.Client}, target, targetID
-	run.copier = move.NewCopier(r.Source, run.copyTarget, plan, string(mo.UID), r.Move).RecognizeCopiesIn(targetID).
+	run.copyTarget, run.copyTargetOf, run.copyTargetID = copyTarget, target, targetID
+	run.copier = copier.RecognizeCopiesIn(targetID).
 		WithCopies(copies).
 		OnCopied(func(ctx context.Context, group int, uids []types.UID) error {
 			return planrecord.SaveCopies(ctx, r.Source, mo, group, uids)

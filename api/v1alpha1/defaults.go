@@ -23,6 +23,8 @@ const (
 	DefaultCopyTimeout = 10 * time.Minute
 	// DefaultFallbackReplicas is spec.controllers.fallbackReplicas' default.
 	DefaultFallbackReplicas int32 = 1
+	// DefaultStatusPolicy is spec.status' default.
+	DefaultStatusPolicy = StatusRebuild
 )
 
 // ScaleDownTimeout is spec.timeouts.scaleDown, or its default.
@@ -57,6 +59,20 @@ func (r SecretKeyReference) KeyOrDefault() string {
 // default.
 func (c ControllersSpec) FallbackReplicasOrDefault() int32 {
 	return ptr.Deref(c.FallbackReplicas, DefaultFallbackReplicas)
+}
+
+// StatusPolicyOrDefault is spec.status, or its default.
+func (s MoveOperationSpec) StatusPolicyOrDefault() StatusPolicy {
+	if s.Status == "" {
+		return DefaultStatusPolicy
+	}
+	return s.Status
+}
+
+// CarriesStatus reports whether the move writes the source's status to
+// the copies (spec.status Carry).
+func (s MoveOperationSpec) CarriesStatus() bool {
+	return s.StatusPolicyOrDefault() == StatusCarry
 }
 
 // durationOr is d, or fallback when d is unset (or not positive, which the

@@ -81,4 +81,9 @@ func TestTheDefaultsAreTheCRDs(t *testing.T) {
 			t.Errorf("Go default %d, CRD default %s", got, want)
 		}
 	})
+	t.Run("spec.status defaults to the CRD's value", func(t *testing.T) {
+		if got, want := (movev1alpha1.MoveOperationSpec{}).StatusPolicyOrDefault(), unquote(defaultOf("status")); string(got) != want {
+			t.Errorf("Go default %q, CRD default %q", got, want)
+		}
+	})
 }

@@ -150,6 +150,25 @@ type MoveOperationSpec struct {
 	// +kubebuilder:default=Refuse
 	GitOps GitOpsPolicy `json:"gitOps,omitempty"`
 
+	// status says what the copies in the target start with as their status.
+	// Rebuild (the default, as clusterctl move does) creates them without
+	// it: the target's controllers compute it again from the spec and the
+	// infrastructure. Carry writes each moved object's status from the
+	// source to its copy, through the status subresource, before the
+	// copy's managed fields are restored and before any controller in the
+	// target runs; UIDs of moved objects the status names are the copies'.
+	// Providers that keep state they cannot rebuild in status need it:
+	// Metal3's BareMetalHost (its provisioning state: a host that arrives
+	// without it is provisioned again), Sidero's ServerBinding (its
+	// addresses), ironcore's metal-operator (its claims), and Cluster API's
+	// own KubeadmConfig of a MachinePool, whose bootstrap data is generated
+	// again without it. It costs one write per moved object that has a
+	// status (see docs/benchmarks.md). Objects found in the target (global
+	// objects it already had) keep the target's status.
+	// +optional
+	// +kubebuilder:default=Rebuild
+	Status StatusPolicy `json:"status,omitempty"`
+
 	// timeouts bounds how long each wait of the move may take before the move
 	// fails (and, before the point of no return, rolls back).
 	// +optional
@@ -172,6 +191,19 @@ const (
 	TargetValidationAll TargetValidation = "All"
 	// TargetValidationNone checks nothing.
 	TargetValidationNone TargetValidation = "None"
+)
+
+// StatusPolicy says whether a move carries the status of the objects it
+// moves to their copies.
+// +kubebuilder:validation:Enum=Rebuild;Carry
+type StatusPolicy string
+
+const (
+	// StatusRebuild creates the copies without status, as clusterctl move
+	// does: the target's controllers rebuild it.
+	StatusRebuild StatusPolicy = "Rebuild"
+	// StatusCarry writes the source's status to every copy.
+	StatusCarry StatusPolicy = "Carry"
 )
 
 // GitOpsPolicy is what a move does about GitOps managers of the objects it moves.
@@ -690,7 +722,7 @@ type MoveOperation struct {
 
 	// spec is the move asked for. It cannot be changed once created.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation) && has(self.gitOps) == has(oldSelf.gitOps) && (!has(self.gitOps) || self.gitOps == oldSelf.gitOps)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
+	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation) && has(self.gitOps) == has(oldSelf.gitOps) && (!has(self.gitOps) || self.gitOps == oldSelf.gitOps) && has(self.status) == has(oldSelf.status) && (!has(self.status) || self.status == oldSelf.status)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
 	Spec MoveOperationSpec `json:"spec"`
 
 	// status is what the operator observed and did.

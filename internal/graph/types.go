@@ -65,6 +65,11 @@ type Type struct {
 	// kinds), for the preflight that refuses CRDs with objects still stored
 	// at another version.
 	StoredVersions []string
+	// StatusSubresource is true when the kind's status is written through
+	// its own subresource (at the storage version): a create then drops
+	// the status it is given, and a move that carries status must write it
+	// after. False for the core kinds that move, which have no status.
+	StatusSubresource bool
 }
 
 // Types is the set of kinds a move considers, indexed by group and kind.
@@ -115,9 +120,11 @@ func TypesFromCRDs(crds []apiextensionsv1.CustomResourceDefinition) (*Types, err
 	for i := range crds {
 		crd := &crds[i]
 		var storage []string
+		statusSubresource := false
 		for _, v := range crd.Spec.Versions {
 			if v.Storage {
 				storage = append(storage, v.Name)
+				statusSubresource = v.Subresources != nil && v.Subresources.Status != nil
 			}
 		}
 		if len(storage) != 1 {
@@ -126,12 +133,13 @@ func TypesFromCRDs(crds []apiextensionsv1.CustomResourceDefinition) (*Types, err
 		_, move := crd.Labels[MoveLabel]
 		_, hierarchy := crd.Labels[MoveHierarchyLabel]
 		types = append(types, Type{
-			GVK:            schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage[0], Kind: crd.Spec.Names.Kind},
-			Resource:       crd.Spec.Names.Plural,
-			Namespaced:     crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-			Move:           move,
-			MoveHierarchy:  hierarchy,
-			StoredVersions: slices.Clone(crd.Status.StoredVersions),
+			GVK:               schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage[0], Kind: crd.Spec.Names.Kind},
+			Resource:          crd.Spec.Names.Plural,
+			Namespaced:        crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+			Move:              move,
+			MoveHierarchy:     hierarchy,
+			StoredVersions:    slices.Clone(crd.Status.StoredVersions),
+			StatusSubresource: statusSubresource,
 		})
 	}
 	return NewTypes(types...), nil

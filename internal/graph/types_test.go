@@ -25,6 +25,11 @@ func version(name string, storage bool) apiextensionsv1.CustomResourceDefinition
 	return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: true, Storage: storage}
 }
 
+func withStatus(v apiextensionsv1.CustomResourceDefinitionVersion) apiextensionsv1.CustomResourceDefinitionVersion {
+	v.Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+	return v
+}
+
 func TestTypesFromCRDs(t *testing.T) {
 	clusterctl := map[string]string{ClusterctlLabel: ""}
 	tests := []struct {
@@ -82,6 +87,19 @@ func TestTypesFromCRDs(t *testing.T) {
 				GVK:      schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "TestWidget"},
 				Resource: "testwidgets", Namespaced: true, Move: true, StoredVersions: []string{"v1beta2"},
 			}),
+		},
+		{
+			name: "a kind's status subresource is its storage version's",
+			crds: []apiextensionsv1.CustomResourceDefinition{
+				crd("cluster.x-k8s.io", "Machine", "machines", apiextensionsv1.NamespaceScoped, clusterctl,
+					withStatus(version("v1beta1", false)), withStatus(version("v1beta2", true))),
+				crd("cluster.x-k8s.io", "MachineSet", "machinesets", apiextensionsv1.NamespaceScoped, clusterctl,
+					version("v1beta1", true), withStatus(version("v1beta2", false))),
+			},
+			want: append(CoreTypes(),
+				Type{GVK: gvkMachine, Resource: "machines", Namespaced: true, StoredVersions: []string{"v1beta2"}, StatusSubresource: true},
+				Type{GVK: schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "MachineSet"}, Resource: "machinesets", Namespaced: true, StoredVersions: []string{"v1beta2"}},
+			),
 		},
 		{
 			name: "a CRD without a storage version is refused",

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +48,13 @@ type Copier struct {
 	// finished among them.
 	recorded      map[types.UID]bool
 	recordedGroup int
+	// carry, when set, says which kinds' copies get their source's status
+	// (CarryStatus).
+	carry func(schema.GroupKind) bool
+	// waiting are the copies whose status names, by UID, a moved object not
+	// copied yet: they are finished once it is (see finishWaiting), by
+	// target UID.
+	waiting map[types.UID]copied
 }
 
 // NewCopier returns a Copier of the plan's objects from source to target for
@@ -59,6 +65,7 @@ func NewCopier(source, target client.Client, plan *graph.Plan, operation string,
 		source: source, target: client.WithFieldOwner(target, FieldOwner(operation)), plan: plan, operation: operation, opts: opts,
 		targetUIDs: map[types.UID]types.UID{},
 		namespaces: map[string]bool{},
+		waiting:    map[types.UID]copied{},
 	}
 }
 
@@ -154,6 +161,8 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 			case copy == nil:
 			case len(copy.linkRefs) > 0:
 				inCycle = append(inCycle, *copy)
+			case copy.waitsFor >= 0:
+				c.wait(*copy)
 			default:
 				batch = append(batch, *copy)
 			}
@@ -173,7 +182,18 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 	if err != nil {
 		return result, fmt.Errorf("linking the owners of group %d in the target: %w", group+1, err)
 	}
-	if err := c.finish(ctx, group, inCycle); err != nil {
+	var linked []copied
+	for _, d := range inCycle {
+		if d.waitsFor >= 0 {
+			c.wait(d)
+			continue
+		}
+		linked = append(linked, d)
+	}
+	if err := c.finish(ctx, group, linked); err != nil {
+		return result, err
+	}
+	if err := c.finishWaiting(ctx, group); err != nil {
 		return result, err
 	}
 	logger.V(1).Info("copied group to the target", "created", result.Created, "existing", result.Existing)
@@ -197,9 +217,11 @@ func take[T any](next func() (T, bool), n int, more *bool) iter.Seq[T] {
 	}
 }
 
-// finish makes the last writes of copies whose owners all exist: it records
-// them (OnCopied), then gives each the source's managed fields, which takes
-// away the operation's own entry, the last mark of the copy on it.
+// finish makes the last writes of copies whose owners all exist, and the
+// moved objects their status names: it records them (OnCopied), then
+// writes each one's status when it has one to get (copyStatus), and last
+// gives each the source's managed fields, which takes away the operation's
+// own entry, the last mark of the copy on it.
 func (c *Copier) finish(ctx context.Context, group int, copies []copied) error {
 	if len(copies) == 0 {
 		return nil
@@ -225,10 +247,15 @@ func (c *Copier) finish(ctx context.Context, group int, copies []copied) error {
 		c.mu.Unlock()
 	}
 	err := forEach(ctx, copies, c.opts.concurrency(), func(ctx context.Context, d copied) error {
+		if d.status != nil {
+			if err := c.copyStatus(ctx, d.object, d.targetUID, d.status); err != nil {
+				return err
+			}
+		}
 		return c.restoreManagedFields(ctx, d.object, d.targetUID, d.owners, d.managedFields)
 	})
 	if err != nil {
-		return fmt.Errorf("restoring the managed fields of group %d in the target: %w", group+1, err)
+		return fmt.Errorf("finishing the copies of group %d in the target: %w", group+1, err)
 	}
 	return nil
 }
@@ -265,6 +292,13 @@ type copied struct {
 	// owners are the source UIDs of the owners the copy references.
 	owners        map[types.UID]bool
 	managedFields []metav1.ManagedFieldsEntry
+	// status is what to write to the copy's status, UIDs still the
+	// source's, or nil (statusToCopy).
+	status map[string]any
+	// waitsFor is the last group holding a moved object the status names
+	// that was not copied yet, or -1: the copy is finished once that group
+	// is copied.
+	waitsFor int
 }
 
 // sourceItem is an object to copy, with its source copy when a list
@@ -444,15 +478,14 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 	}
 	c.recordUID(o.UID, obj.GetUID())
 
-	if status := reconciledStatus(o, src, targetGeneration); status != nil {
-		if err := c.copyStatus(ctx, o, obj.GetUID(), status); err != nil {
-			return created, nil, err
-		}
+	// The status and the managed fields wait for the owners of the same
+	// group, and for the group's copies to be recorded: a write that sets
+	// the managed fields along with other changes gives those changes to
+	// the operator.
+	d := &copied{object: o, targetUID: obj.GetUID(), owners: owners.moving, managedFields: managedFields, waitsFor: -1}
+	if d.status = c.statusToCopy(o, src, targetGeneration); d.status != nil {
+		d.waitsFor = c.waitsFor(o, d.status)
 	}
-	// The managed fields wait for the owners of the same group, and for
-	// the group's copies to be recorded: a write that sets them along with
-	// other changes gives those changes to the operator.
-	d := &copied{object: o, targetUID: obj.GetUID(), owners: owners.moving, managedFields: managedFields}
 	if len(owners.sameGroup) > 0 {
 		d.linkRefs = allOwnerRefs(obj, owners.sameGroup)
 	}
@@ -569,66 +602,6 @@ func (c *Copier) createInTarget(ctx context.Context, o *graph.Object, obj *unstr
 // object not read from the cluster) it is a plain GET.
 func readAtLeast(resourceVersion string) client.GetOption {
 	return &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: resourceVersion}}
-}
-
-// reconciledStatus returns the status to give the target copy of a
-// ClusterClass, or nil. The Cluster admission webhook validates a topology
-// fully only against a ClusterClass whose status says it was reconciled at
-// its current generation, and otherwise polls for it for two seconds on
-// every create and update of a Cluster that uses it (and may then refuse
-// it). A copy is created without status, at generation 1, with the same
-// spec the source's status describes; so when the source was reconciled at
-// its own generation, the copy gets that status with the generations
-// mapped to its own. A source not reconciled gives nothing to copy.
-func reconciledStatus(o *graph.Object, src *unstructured.Unstructured, targetGeneration int64) map[string]any {
-	if o.GroupKind() != graph.ClusterClassGroupKind || targetGeneration == 0 {
-		return nil
-	}
-	status, ok := src.Object["status"].(map[string]any)
-	if !ok {
-		return nil
-	}
-	sourceGeneration := src.GetGeneration()
-	if observed, _, _ := unstructured.NestedInt64(status, "observedGeneration"); observed != sourceGeneration {
-		return nil
-	}
-	mapped := runtime.DeepCopyJSONValue(status).(map[string]any)
-	mapped["observedGeneration"] = targetGeneration
-	// Conditions carry their own observedGeneration (v1beta2 conditions, and
-	// the v1beta1 ones kept under deprecated).
-	for _, path := range [][]string{{"conditions"}, {"deprecated", "v1beta1", "conditions"}} {
-		conditions, _, _ := unstructured.NestedSlice(mapped, path...)
-		for _, c := range conditions {
-			if m, ok := c.(map[string]any); ok {
-				if g, _, _ := unstructured.NestedInt64(m, "observedGeneration"); g == sourceGeneration {
-					m["observedGeneration"] = targetGeneration
-				}
-			}
-		}
-		if conditions != nil {
-			_ = unstructured.SetNestedSlice(mapped, conditions, path...)
-		}
-	}
-	return mapped
-}
-
-// copyStatus writes a status to the target copy of an object, through the
-// status subresource, naming the copy's UID.
-func (c *Copier) copyStatus(ctx context.Context, o *graph.Object, uid types.UID, status map[string]any) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": status})
-	if err != nil {
-		return err
-	}
-	target := &unstructured.Unstructured{}
-	target.SetGroupVersionKind(o.GVK)
-	target.SetNamespace(o.Namespace)
-	target.SetName(o.Name)
-	if err := retryTransient(ctx, func() error {
-		return c.target.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
-	}); err != nil {
-		return fmt.Errorf("copying the status of %s to the target: %w", o.ObjectRef, err)
-	}
-	return nil
 }
 
 // allOwnerRefs returns the owner references an object must end up with: the

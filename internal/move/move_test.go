@@ -360,11 +360,13 @@ func TestReconciledStatus(t *testing.T) {
 
 	t.Run("a ClusterClass reconciled at its generation gives its status, with generations mapped to the copy's", func(t *testing.T) {
 		got := reconciledStatus(classObject, class(3, 3), 1)
+		// The condition that observed generation 1 of the source observed
+		// none of the copy's: its observedGeneration goes.
 		want := map[string]any{
 			"observedGeneration": int64(1),
 			"conditions": []any{
 				map[string]any{"type": "VariablesReady", "status": "True", "observedGeneration": int64(1)},
-				map[string]any{"type": "Other", "status": "True", "observedGeneration": int64(1)},
+				map[string]any{"type": "Other", "status": "True"},
 			},
 			"variables": []any{map[string]any{"name": "v"}},
 		}
@@ -412,5 +414,40 @@ func TestIsOurCopy(t *testing.T) {
 				t.Errorf("isOurCopy = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestMapGenerationsPointsWhatObservedTheSourcesGenerationAtTheCopysAndDropsOlderObservations(t *testing.T) {
+	status := map[string]any{
+		"observedGeneration": int64(4),
+		"conditions": []any{
+			map[string]any{"type": "Ready", "observedGeneration": int64(4)},
+			map[string]any{"type": "Stale", "observedGeneration": int64(3)},
+			map[string]any{"type": "Unobserved"},
+		},
+		"v1beta2": map[string]any{"conditions": []any{map[string]any{"type": "Available", "observedGeneration": int64(4)}}},
+		"deprecated": map[string]any{"v1beta1": map[string]any{"conditions": []any{
+			map[string]any{"type": "Ready", "observedGeneration": int64(2)},
+		}}},
+	}
+	mapGenerations(status, 4, 1)
+	want := map[string]any{
+		"observedGeneration": int64(1),
+		"conditions": []any{
+			map[string]any{"type": "Ready", "observedGeneration": int64(1)},
+			map[string]any{"type": "Stale"},
+			map[string]any{"type": "Unobserved"},
+		},
+		"v1beta2":    map[string]any{"conditions": []any{map[string]any{"type": "Available", "observedGeneration": int64(1)}}},
+		"deprecated": map[string]any{"v1beta1": map[string]any{"conditions": []any{map[string]any{"type": "Ready"}}}},
+	}
+	if diff := cmp.Diff(want, status); diff != "" {
+		t.Errorf("status differs (-want +got):\n%s", diff)
+	}
+
+	stale := map[string]any{"observedGeneration": int64(2), "phase": "Provisioned"}
+	mapGenerations(stale, 3, 1)
+	if diff := cmp.Diff(map[string]any{"phase": "Provisioned"}, stale); diff != "" {
+		t.Errorf("a status that observed an older generation (-want +got):\n%s", diff)
 	}
 }

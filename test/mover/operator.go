@@ -119,13 +119,16 @@ func OperatorTimeline() *Timeline { return newTimeline(PhaseOrder()) }
 // Done or Failed, marking its phases on tl (a new OperatorTimeline if nil);
 // it returns the timeline and the MoveOperation as it ended. The
 // MoveOperation stays: Delete removes it.
-func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespaces []string) (*Timeline, *movev1alpha1.MoveOperation, error) {
+func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespaces []string, options ...SpecOption) (*Timeline, *movev1alpha1.MoveOperation, error) {
 	mo := &movev1alpha1.MoveOperation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: moveNamespace, Name: name},
 		Spec: movev1alpha1.MoveOperationSpec{
 			Target:     movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: targetSecret}},
 			Namespaces: namespaces,
 		},
+	}
+	for _, option := range options {
+		option(&mo.Spec)
 	}
 	w, err := o.watch(ctx, name)
 	if err != nil {
@@ -206,4 +209,13 @@ func lastWord(mo *movev1alpha1.MoveOperation) string {
 		return fmt.Sprintf("last phase %q, no Ready condition", mo.Status.Phase)
 	}
 	return fmt.Sprintf("last phase %q, Ready=%s: %s", mo.Status.Phase, ready.Status, ready.Message)
+}
+
+// SpecOption sets a field of the MoveOperation a Move creates.
+type SpecOption func(*movev1alpha1.MoveOperationSpec)
+
+// CarryStatus makes the move carry the status of what it moves
+// (spec.status Carry).
+func CarryStatus(spec *movev1alpha1.MoveOperationSpec) {
+	spec.Status = movev1alpha1.StatusCarry
 }

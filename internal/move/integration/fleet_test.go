@@ -289,7 +289,8 @@ func TestMoveCopiesThenDeletesAFleet(t *testing.T) {
 	})
 }
 
-// failAfter wraps a client so that its k+1-th call of the given kind fails,
+// failAfter wraps a client so that its k+1-th call of the given kind
+// ("create", "delete", "patch/status") fails,
 // as if the operator had crashed there: every call after it fails too.
 func failAfter(c client.Client, k int32, verb string) client.Client {
 	var calls atomic.Int32
@@ -314,6 +315,15 @@ func failAfter(c client.Client, k int32, verb string) client.Client {
 				return err
 			}
 			return c.Delete(ctx, obj, opts...)
+		}
+	case "patch/status":
+		funcs.SubResourcePatch = func(ctx context.Context, c client.Client, subResource string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if subResource == "status" {
+				if err := crash(); err != nil {
+					return err
+				}
+			}
+			return c.SubResource(subResource).Patch(ctx, obj, patch, opts...)
 		}
 	}
 	return interceptor.NewClient(c.(client.WithWatch), funcs)
