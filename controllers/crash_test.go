@@ -13,6 +13,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/snapshot"
+	"github.com/move-operator/move-operator/test/testenv"
 )
 
 // TestTheMoveFinishesAfterACrashAtAnyWrite stops the operator just before
@@ -22,7 +23,9 @@ import (
 // in the source but global objects, every controller and webhook as before,
 // nothing paused. Every write of every phase is a crash point
 // (see crashSections: run j crashes before the j-th write of each section);
-// each run gets a fleet of its own instead of new clusters.
+// each run gets a fleet of its own instead of new clusters. The move
+// carries the status (spec.status Carry), so that the status writes are
+// crash points too, and each copy must have its original's status.
 func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	ensureSetup(t)
 	began := time.Now()
@@ -47,6 +50,7 @@ func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize
 	f := createFleet(t, fleet.Options{Clusters: 3, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
 	stateBefore := stateOf(ctx, g)
 	before := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
+	statusesBefore := statusesIn(ctx, g, env.Source, f.Namespaces)
 	ops := opsNamespace(t)
 
 	sections := newCrashSections(j, name, nil, reference)
@@ -56,6 +60,7 @@ func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize
 	mo := newMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{
 		Target: targetRef("target"), Namespaces: f.Namespaces,
 		Controllers: movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](3)},
+		Status:      movev1alpha1.StatusCarry,
 	})
 	resumer := startResumer(t, op, sections.options())
 	waitForPhase(t, mo, movev1alpha1.PhaseDone, within)
@@ -65,6 +70,7 @@ func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize
 	if diff := snapshot.Diff(before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
+	g.Expect(statusesIn(ctx, g, env.Target, f.Namespaces)).To(Equal(statusesBefore), "every copy has its original's status")
 	g.Expect(inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...).Objects).To(BeEmpty(), "the source keeps nothing of the moved namespace")
 	assertOwnersExist(ctx, g, env.Target.Client, f.Namespaces)
 	g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "controllers and webhooks must be as before")
@@ -75,4 +81,42 @@ func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize
 	deleteMoveOperation(t, mo)
 	resumer.stop()
 	return sections.sizes()
+}
+
+// statusesIn returns the status of every object of a cluster in the
+// namespaces, by object, without the generations they observed: a copy's
+// are its own (a Cluster's pause and unpause bump its generation in both
+// clusters; see move's mapGenerations, tested on its own).
+func statusesIn(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) map[snapshot.Key]any {
+	s, err := snapshot.Take(ctx, m.Client, snapshot.Options{Namespaces: namespaces, Status: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[snapshot.Key]any{}
+	for _, o := range inNamespaces(s, namespaces...).Objects {
+		// An empty status is as good as none: there is nothing to carry.
+		if status, ok := withoutObservedGenerations(o.Status).(map[string]any); ok && len(status) > 0 {
+			out[o.Key()] = status
+		}
+	}
+	return out
+}
+
+func withoutObservedGenerations(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, item := range v {
+			if k != "observedGeneration" {
+				out[k] = withoutObservedGenerations(item)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, item := range v {
+			out[i] = withoutObservedGenerations(item)
+		}
+		return out
+	default:
+		return v
+	}
 }
