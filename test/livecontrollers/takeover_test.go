@@ -42,9 +42,9 @@ const (
 	// starting.
 	moveBound = 6 * time.Minute
 	// reconcileBound is how long the target's controllers may take, after
-	// Done, to reconcile every moved object: the copies carry no status, so
-	// everything they report is theirs, after connecting to each workload
-	// cluster.
+	// Done, to reconcile every moved object: with spec.status Rebuild the
+	// copies carry no status, so everything they report is theirs, after
+	// connecting to each workload cluster.
 	reconcileBound = 5 * time.Minute
 	// takeoverWindow is how long the moved fleet is watched once the
 	// target's controllers have reconciled it.
