@@ -61,6 +61,10 @@ func TestCarryGivesEveryCopyItsSourceStatusWithMovedUIDsRewrittenAfterCrashesAtA
 			sources[o.UID] = src
 		}
 	}
+	// A global object the target has already is used as found: it keeps
+	// the target's status.
+	found, foundStatus := globalInTargetAlready(t, ctx, m.source, m.target, p, carry)
+	delete(sources, found.UID)
 	writes := int32(len(sources))
 	if writes < 3 {
 		t.Fatalf("the fleet has %d objects with a status to carry, want several", writes)
@@ -94,6 +98,9 @@ func TestCarryGivesEveryCopyItsSourceStatusWithMovedUIDsRewrittenAfterCrashesAtA
 				src.GetKind(), src.GetNamespace(), src.GetName(), diff)
 		}
 	}
+	if diff := cmp.Diff(foundStatus, copies[found.UID].Object["status"]); diff != "" {
+		t.Errorf("the status of %s, which the target had, changed (-target's +now):\n%s", found.ObjectRef, diff)
+	}
 	poolCopy := copies[pool.GetUID()]
 	refs, _, _ := unstructured.NestedSlice(poolCopy.Object, "status", "nodeRefs")
 	if got := uidsOf(refs); !cmp.Equal(got, []string{workloadNodeUID, string(targetUIDs[infra.GetUID()])}) {
@@ -106,9 +113,51 @@ func TestCarryGivesEveryCopyItsSourceStatusWithMovedUIDsRewrittenAfterCrashesAtA
 		t.Fatalf("deleting from the source: %v", err)
 	}
 	m.restore(ctx, p.Types())
-	if d := snapshot.Diff(before, f.snapshot(t, ctx, m.target)); d != "" {
+	// The global object the target had is the target's, not a copy.
+	withoutFound := func(s *snapshot.Snapshot) *snapshot.Snapshot {
+		out := &snapshot.Snapshot{}
+		for _, o := range s.Objects {
+			if o.Namespace != "" || o.Name != found.Name {
+				out.Objects = append(out.Objects, o)
+			}
+		}
+		return out
+	}
+	if d := snapshot.Diff(withoutFound(before), withoutFound(f.snapshot(t, ctx, m.target))); d != "" {
 		t.Errorf("the target differs from the source before the move (-source +target):\n%s", d)
 	}
+}
+
+// globalInTargetAlready creates in the target, with a status of the
+// target's own, a global object of the plan whose status the move would
+// carry, and returns it with that status.
+func globalInTargetAlready(t *testing.T, ctx context.Context, source, target client.Client, p *graph.Plan, carry func(schema.GroupKind) bool) (*graph.Object, any) {
+	t.Helper()
+	for _, o := range p.Objects() {
+		if !o.Global || !carry(o.GroupKind()) {
+			continue
+		}
+		src, err := get(ctx, source, o.GVK, o.Namespace, o.Name)
+		if err != nil {
+			t.Fatalf("reading %s: %v", o.ObjectRef, err)
+		}
+		existing := &unstructured.Unstructured{Object: map[string]any{"spec": src.Object["spec"]}}
+		existing.SetGroupVersionKind(o.GVK)
+		existing.SetName(o.Name)
+		existing.SetLabels(src.GetLabels())
+		create(t, ctx, target, existing)
+		t.Cleanup(func() { _ = target.Delete(context.Background(), existing) })
+		status := map[string]any{"conditions": []any{map[string]any{
+			"type": "Ready", "status": "True", "reason": "TargetsOwn", "lastTransitionTime": "2026-01-02T03:04:05Z",
+		}}}
+		patch, _ := json.Marshal(map[string]any{"status": status})
+		if err := target.Status().Patch(ctx, existing, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatalf("writing the target's status of %s: %v", o.ObjectRef, err)
+		}
+		return o, status
+	}
+	t.Fatalf("the plan has no global object with a status subresource")
+	return nil, nil
 }
 
 // namePoolsInfrastructureInItsStatus makes the fleet's MachinePool name,
