@@ -26,6 +26,12 @@
 //     infrastructure.cluster.x-k8s.io/v1alpha1), laid out and installed like
 //     a real provider, with its own validating webhook.
 //   - clusterctl's inventory: the Provider CRD and one Provider per provider.
+//   - With Options.Hosts only: Metal3's BareMetalHost kind as package
+//     hostprovider has it, its CRD labelled for clusterctl (installed
+//     beside the providers, as Metal3's baremetal-operator is, so without
+//     a provider label) and the ClusterRole that aggregates into the
+//     operator's role what a move needs on it (docs/access.md); with live
+//     controllers, its controller runs in the loop provider's manager.
 //
 // What differs from a real cluster, and why: cert-manager is not installed;
 // the harness issues the serving certificates itself and injects their CA

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -28,6 +29,7 @@ import (
 	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/config"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/move-operator/move-operator/test/hostprovider"
 	"github.com/move-operator/move-operator/test/localcluster"
 	"github.com/move-operator/move-operator/test/loopprovider"
 )
@@ -52,6 +54,13 @@ type Options struct {
 	// process while its Deployment has a Ready pod (see live.go). Default:
 	// no controller runs; only the webhooks are served.
 	Controllers *ControllerOptions
+	// Hosts installs Metal3's BareMetalHost kind as package hostprovider
+	// has it (its CRD, labelled for clusterctl, and the operator's
+	// aggregated ClusterRole for it) and, with Controllers, runs its
+	// controller among the loop provider's, so it stops and starts with
+	// the loop provider's Deployment. Off by default: without it the
+	// setup is exactly `clusterctl init --infrastructure loop`.
+	Hosts bool
 }
 
 // Installation is the Cluster API management setup of one local cluster, and
@@ -73,6 +82,8 @@ type Installation struct {
 	writes       *writeLog
 	loopSwitches *loopprovider.Switches
 	loopActivity *loopprovider.Activity
+	// hostActivity is set only with Options.Hosts too.
+	hostActivity *hostprovider.Activity
 	stopLive     context.CancelFunc
 	stopOnce     sync.Once
 	stopErr      error
@@ -204,8 +215,18 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 	if err != nil {
 		return nil, err
 	}
+	if opts.Hosts {
+		hostObjs, err := hostObjects()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, hostObjs...)
+	}
 
 	if opts.Controllers != nil {
+		if opts.Hosts {
+			inst.hostActivity = &hostprovider.Activity{}
+		}
 		if err := inst.startControllers(opts.Controllers); err != nil {
 			return nil, err
 		}
@@ -375,6 +396,22 @@ func (p *Provider) fit(objs []*unstructured.Unstructured, comp *components, clus
 		}
 	}
 	return nil
+}
+
+// hostObjects are what Options.Hosts installs: the BareMetalHost CRD, as
+// Metal3 installs it beside clusterctl's providers rather than through
+// them (so without a provider label), and the ClusterRole a user applies
+// for the operator to move its objects.
+func hostObjects() ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, obj := range []runtime.Object{hostprovider.CRD(), hostprovider.OperatorRole()} {
+		fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("preparing the BareMetalHost kind: %w", err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: fields})
+	}
+	return out, nil
 }
 
 // servingCertSecret is the Secret of a provider's serving certificate, as

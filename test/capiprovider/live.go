@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/move-operator/move-operator/test/cloud"
+	"github.com/move-operator/move-operator/test/hostprovider"
 	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
@@ -142,6 +143,7 @@ func (i *Installation) startControllers(opts *ControllerOptions) error {
 				cluster:  i.Cluster.Name,
 				switches: i.loopSwitches,
 				activity: i.loopActivity,
+				hosts:    i.hostActivity,
 			},
 			cfg:     i.Cluster.Config,
 			client:  cl,
@@ -161,6 +163,10 @@ func (i *Installation) LoopSwitches() *loopprovider.Switches { return i.loopSwit
 // LoopActivity counts the loop provider's reconciles, nil without live
 // controllers.
 func (i *Installation) LoopActivity() *loopprovider.Activity { return i.loopActivity }
+
+// HostActivity counts the BareMetalHost controller's reconciles, nil
+// without live controllers or without Options.Hosts.
+func (i *Installation) HostActivity() *hostprovider.Activity { return i.hostActivity }
 
 // Writes returns every write the controllers of this cluster have sent so
 // far, in order, nil without live controllers.

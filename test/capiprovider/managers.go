@@ -50,6 +50,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/move-operator/move-operator/test/cloud"
+	"github.com/move-operator/move-operator/test/hostprovider"
 	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
@@ -96,6 +97,9 @@ type controllerEnv struct {
 	cluster  string
 	switches *loopprovider.Switches
 	activity *loopprovider.Activity
+	// hosts, if set, runs the BareMetalHost controller with the loop
+	// provider's and counts its reconciles (Options.Hosts).
+	hosts *hostprovider.Activity
 	// exits collects what the end of the process takes with it.
 	exits *[]func()
 }
@@ -408,7 +412,8 @@ func newKubeadmControlPlaneManager(ctx context.Context, cfg *rest.Config, env *c
 
 // newLoopManager builds the loop provider's manager: the project's own
 // provider, built like the kubeadm providers (cached unstructured reads,
-// Secrets uncached).
+// Secrets uncached), with the BareMetalHost controller when the
+// installation has hosts.
 func newLoopManager(ctx context.Context, cfg *rest.Config, env *controllerEnv) (manager.Manager, error) {
 	const controllerName = "cluster-api-loop-controller-manager"
 	scheme := loopprovider.NewScheme()
@@ -425,6 +430,15 @@ func newLoopManager(ctx context.Context, cfg *rest.Config, env *controllerEnv) (
 		Activity:          env.activity,
 	}, concurrency(10)); err != nil {
 		return nil, err
+	}
+	if env.hosts != nil {
+		if err := hostprovider.SetupWithManager(ctx, mgr, hostprovider.Options{
+			Cloud:             env.cloud,
+			ManagementCluster: env.cluster,
+			Activity:          env.hosts,
+		}, concurrency(10)); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

@@ -30,6 +30,10 @@ const (
 	Deleted  EventType = "Delete"
 	PowerOff EventType = "PowerOff"
 	PowerOn  EventType = "PowerOn"
+	// Provision writes an image to a bare-metal host's disk, wiping
+	// whatever the host ran: the one call of a host's controller that
+	// destroys a machine without deleting anything.
+	Provision EventType = "Provision"
 )
 
 // Caller says who made a call: the management cluster whose controller made
@@ -74,11 +78,16 @@ type VM struct {
 // Event is one entry of the cloud's append-only log.
 type Event struct {
 	// Seq numbers events from 1, in the order they took effect.
-	Seq    int64
-	Time   time.Time
-	Type   EventType
+	Seq  int64
+	Time time.Time
+	Type EventType
+	// VMID and VMName name the VM of a VM event; empty for a Provision.
 	VMID   string
 	VMName string
+	// Host names the bare-metal host of a Provision, and Image what was
+	// written to its disk; empty for a VM event.
+	Host   string
+	Image  string
 	Caller Caller
 }
 
@@ -90,6 +99,8 @@ type Call struct {
 	VMName string
 	// VMID is empty for a create.
 	VMID string
+	// Host is the bare-metal host of a Provision.
+	Host string
 }
 
 // Cloud is one simulated cloud account. It is safe for concurrent use.
@@ -175,6 +186,21 @@ func (c *Cloud) setPower(_ context.Context, caller Caller, id string, state Powe
 	return nil
 }
 
+// Provision writes image to the disk of the bare-metal host named host,
+// as Ironic does for Metal3: whatever ran on the host is gone. Every call
+// provisions again, whatever the host held: the cloud does not know which
+// image a host should keep, its caller does.
+func (c *Cloud) Provision(_ context.Context, caller Caller, host, image string) error {
+	if host == "" {
+		return errors.New("provisioning a host: name is empty")
+	}
+	c.waitIfHeld(Call{Type: Provision, Caller: caller, Host: host})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.appendLocked(Event{Type: Provision, Host: host, Image: image, Caller: caller})
+	return nil
+}
+
 // GetVM returns the VM with the given ID.
 func (c *Cloud) GetVM(id string) (VM, error) {
 	c.mu.Lock()
@@ -235,14 +261,14 @@ func (c *Cloud) LastSeq() int64 {
 }
 
 func (c *Cloud) logLocked(t EventType, vm *VM, caller Caller) {
-	c.events = append(c.events, Event{
-		Seq:    int64(len(c.events) + 1),
-		Time:   time.Now(),
-		Type:   t,
-		VMID:   vm.ID,
-		VMName: vm.Name,
-		Caller: caller,
-	})
+	c.appendLocked(Event{Type: t, VMID: vm.ID, VMName: vm.Name, Caller: caller})
+}
+
+// appendLocked numbers, stamps and logs e.
+func (c *Cloud) appendLocked(e Event) {
+	e.Seq = int64(len(c.events) + 1)
+	e.Time = time.Now()
+	c.events = append(c.events, e)
 }
 
 func (c *Cloud) nameOf(id string) string {

@@ -72,3 +72,24 @@ func TestCloseReleasesEveryHold(t *testing.T) {
 	c.Close()
 	g.Eventually(done).Should(BeClosed())
 }
+
+func TestEveryProvisionIsLoggedWithTheHostTheImageAndWhoAsked(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := cloud.New()
+	host := cloud.Caller{ManagementCluster: "target", Kind: "BareMetalHost", Namespace: "ns", Name: "h-1"}
+	g.Expect(c.Provision(ctx, host, "ns/h-1", "node-v1.34.2")).To(Succeed())
+	g.Expect(c.Provision(ctx, host, "ns/h-1", "node-v1.34.2")).To(Succeed(), "a host provisioned again is wiped again")
+	g.Expect(c.Provision(ctx, host, "", "node-v1.34.2")).NotTo(Succeed())
+
+	events := c.Events()
+	g.Expect(events).To(HaveLen(2))
+	for _, e := range events {
+		g.Expect(e.Type).To(Equal(cloud.Provision))
+		g.Expect(e.Host).To(Equal("ns/h-1"))
+		g.Expect(e.Image).To(Equal("node-v1.34.2"))
+		g.Expect(e.Caller).To(Equal(host))
+		g.Expect(e.VMID).To(BeEmpty())
+	}
+	g.Expect(c.VMs()).To(BeEmpty(), "a host is not a VM")
+}

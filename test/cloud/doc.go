@@ -9,9 +9,12 @@
 //
 // What it holds: virtual machines with an ID, a name, a flavor, a failure
 // domain, a power state and addresses, and an append-only event log of every
-// state-changing call (create, delete, power off, power on), each naming the
-// management cluster and the object on whose behalf it was made. Reads are
-// not logged.
+// state-changing call (create, delete, power off, power on, and the
+// provisioning of a bare-metal host), each naming the management cluster
+// and the object on whose behalf it was made. Reads are not logged.
+// Bare-metal hosts are known only by name, through their Provision events:
+// the cloud keeps no inventory of them (package hostprovider keeps what a
+// host holds in its BareMetalHost's status, as Metal3 does).
 //
 // What is simulated, and what differs from a real cloud: calls complete at
 // once (no provisioning delay, no API rate limits, no eventual

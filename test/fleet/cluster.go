@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/hostprovider"
 	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
@@ -793,6 +794,26 @@ func (b *clusterBuilder) createWorkerMachines(ctx context.Context, ms *clusterv1
 		}
 	}
 	b.wc.Machines = append(b.wc.Machines, names...)
+	if b.opts.Hosts {
+		return b.createHosts(ctx, names)
+	}
+	return nil
+}
+
+// createHosts creates a BareMetalHost for each of the worker machines,
+// consumed by its LoopMachine, as CAPM3 has a Metal3Machine consume a
+// host. They carry no status: the host controller provisions them.
+func (b *clusterBuilder) createHosts(ctx context.Context, machines []string) error {
+	for _, m := range machines {
+		name := m + "-host"
+		consumer := hostprovider.ConsumerRef{APIVersion: loopGV.String(), Kind: capiprovider.LoopMachineKind, Namespace: b.wc.Namespace, Name: m}
+		host := hostprovider.NewHost(b.wc.Namespace, name, consumer, "loop-node-"+b.opts.KubernetesVersion)
+		host.SetLabels(map[string]string{clusterv1.ClusterNameLabel: b.wc.Name})
+		if err := b.w.create(ctx, host, nil); err != nil {
+			return err
+		}
+		b.wc.Hosts = append(b.wc.Hosts, name)
+	}
 	return nil
 }
 

@@ -17,7 +17,10 @@
 // LoopMachine; and a ClusterResourceSetBinding. Per namespace: a
 // ClusterResourceSet with its Secret and ConfigMap. Shared: a cluster-scoped
 // LoopClusterIdentity labelled clusterctl.cluster.x-k8s.io/move-hierarchy,
-// with its credentials Secret in the provider namespace.
+// with its credentials Secret in the provider namespace. With
+// Options.Hosts, also a BareMetalHost per worker Machine (package
+// hostprovider), consumed by its LoopMachine and without status: the host
+// controller, when it runs, provisions each once.
 //
 // Clusters cycle through three shapes: classic (every object created
 // directly), ClusterClass-based with the ClusterClass in the cluster's

@@ -53,6 +53,12 @@ type Options struct {
 	// Live, if set, makes the fleet for a management cluster whose
 	// controllers run (testenv.Options.Controllers): see Live.
 	Live *Live
+	// Hosts gives each worker Machine of the MachineDeployments a
+	// BareMetalHost consumed by its LoopMachine (package hostprovider;
+	// the cluster needs testenv.Options.Hosts). The hosts are created
+	// without status: with live controllers, the source's host controller
+	// provisions them, once each.
+	Hosts bool
 }
 
 // Shape is how a workload cluster is defined.
@@ -93,6 +99,9 @@ type WorkloadCluster struct {
 	ClassRef *client.ObjectKey
 	// Machines are the names of all its Machines (control plane and workers).
 	Machines []string
+	// Hosts are the names of its BareMetalHosts (Options.Hosts), one per
+	// worker Machine.
+	Hosts []string
 }
 
 // Total is the number of objects created.

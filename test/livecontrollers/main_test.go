@@ -9,5 +9,6 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{CAPI: true, Controllers: true}, &env)
+	// Hosts for the hosts test; the other tests' fleets have none.
+	testenv.Main(m, testenv.Options{CAPI: true, Controllers: true, Hosts: true}, &env)
 }

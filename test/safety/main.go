@@ -1,9 +1,11 @@
 // Command safety is `make safety`: it moves identical fleets with every
 // controller live, once with clusterctl's Go library (v1.14.2, as `make
-// bench` uses it) and once with the operator, in a set of scenarios where
-// a controller acts during a move (a slow worker, a provider that ignores
-// pause, a health check that turns unhealthy), and counts what each move
-// disturbed: VMs created, deleted or powered off (the simulated cloud's
+// bench` uses it) and once with the operator (and, where a scenario asks,
+// once more with the operator carrying status), in a set of scenarios
+// where a controller acts during a move (a slow worker, a provider that
+// ignores pause, a health check that turns unhealthy, a host whose state
+// lives in its status), and counts what each move disturbed: VMs created,
+// deleted or powered off and hosts provisioned (the simulated cloud's
 // log), Machines created or deleted (the controllers' write logs), copies
 // that differ from their original's last state (watches on both clusters),
 // and whether the fleet settles in the target. It writes the table, the
@@ -91,7 +93,7 @@ func run(o options) int {
 	}
 	began := time.Now()
 	say("starting two local management clusters with the live controllers")
-	env, err := testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, Logf: func(f string, a ...any) { say("  "+f, a...) }})
+	env, err := testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, Hosts: true, Logf: func(f string, a ...any) { say("  "+f, a...) }})
 	if err != nil {
 		say("starting the clusters: %v", err)
 		return 1
@@ -131,7 +133,7 @@ func (l *lab) runAll(ctx context.Context, root string, scenarios []scenario, out
 	}
 	var results []result
 	for _, s := range scenarios {
-		for _, m := range []string{moverClusterctl, moverOperator} {
+		for _, m := range s.moverList() {
 			say("scenario %s (%s) with %s", s.id, s.title, m)
 			r := l.runOne(ctx, s, m)
 			say("  %s", r.summary())

@@ -24,8 +24,8 @@ func writeReport(path string, results []result, scenarios []scenario, took time.
 		fmt.Fprintf(&b, "- **%s. %s**: %s\n", s.id, s.title, s.setup)
 	}
 	b.WriteString("\n## Results\n\n")
-	b.WriteString("| scenario | mover | move | VMs created | VMs deleted | VMs powered off | Machines created | Machines deleted | copies differing | late writes | settles |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| scenario | mover | move | VMs created | VMs deleted | VMs powered off | Machines created | Machines deleted | hosts provisioned | copies differing | late writes | settles |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range results {
 		move := r.duration.Round(100 * time.Millisecond).String()
 		if r.moveErr != nil {
@@ -38,8 +38,8 @@ func writeReport(path string, results []result, scenarios []scenario, took time.
 		if r.moveErr != nil {
 			settles = "-"
 		}
-		fmt.Fprintf(&b, "| %s. %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.scenario, title(scenarios, r.scenario), r.mover, move,
-			r.vmCreated, r.vmDeleted, r.vmPoweredOff, r.machinesCreated, r.machinesDeleted, len(r.copyDiffs), len(r.lateWrites), settles)
+		fmt.Fprintf(&b, "| %s. %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.scenario, title(scenarios, r.scenario), r.mover, move,
+			r.vmCreated, r.vmDeleted, r.vmPoweredOff, r.machinesCreated, r.machinesDeleted, r.hostsProvisioned, len(r.copyDiffs), len(r.lateWrites), settles)
 	}
 	b.WriteString("\n## What happened where a figure is not zero\n\n")
 	b.WriteString("Each run's own steps, the cloud's events for the fleet, the Machines created or deleted, the writes the controllers made after the mover had read the objects, and how each differing copy differs (`-` the original's last state in the source, `+` the copy as the mover created it). Times are UTC.\n")
@@ -88,18 +88,20 @@ const method = `## Method
 
 Two local management clusters (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok processes) run Cluster API v1.14.2's own controllers (core, kubeadm bootstrap, kubeadm control plane) and the tests' loop infrastructure provider, each for as long as its Deployment has a Ready pod, as a provider's pod would; the loop provider's VMs live in a simulated cloud outside both clusters that logs every create, delete and power-off with its caller, and every workload cluster is reached at one shared workload API server holding a Node per machine (package ` + "`test/testenv`" + `, ` + "`test/capiprovider`" + `, ` + "`test/cloud`" + `).
 
-Every run creates a fresh, identical fleet in the source (one classic workload cluster with a control plane Machine, a MachineDeployment of one worker, a MachinePool of one instance and a MachineHealthCheck; see the notes for why no ClusterClass-based one), waits until it is Available and no controller has written to it for 10 s, sets the scenario up, and moves the fleet's namespaces with one mover, every controller running in both clusters:
+Every run creates a fresh, identical fleet in the source (one classic workload cluster with a control plane Machine, a MachineDeployment of one worker, a MachinePool of one instance and a MachineHealthCheck; see the notes for why no ClusterClass-based one; in scenario g, a BareMetalHost for the worker), waits until it is Available, its hosts provisioned, and no controller has written to it for 10 s, sets the scenario up, and moves the fleet's namespaces with one mover, every controller running in both clusters:
 
 - **clusterctl**: clusterctl's Go library v1.14.2 (` + "`clusterctl move --namespace`" + `, one call per namespace, as the CLI takes them), as ` + "`make bench`" + ` uses it: it pauses the Clusters and ClusterClasses and leaves the controllers running.
-- **operator**: a MoveOperation handled by the operator, run in-process under its own identity: it scales every provider Deployment to zero in both clusters and waits until their pods (and so their in-flight reconciles) are gone before it reads anything.
+- **operator**: a MoveOperation handled by the operator, run in-process under its own identity: it scales every provider Deployment to zero in both clusters and waits until their pods (and so their in-flight reconciles) are gone before it reads anything. Its copies start without status (` + "`spec.status: Rebuild`" + `, the default), as clusterctl's do.
+- **operator, Carry**: the same with ` + "`spec.status: Carry`" + `: each copy gets its original's status, the UIDs of moved objects in it rewritten to their copies'. Only in the scenarios where status matters (g): elsewhere it would repeat the operator's row.
 
 The figures of a run:
 
 - **VMs created, deleted, powered off**: the cloud's events for the fleet from the moment the move starts to the end of the settle window, but for what a scenario asks for itself: the slow worker's scale-up (one VM created), and the health check's one remediation of the unhealthy Machine in the target after the move (one Machine and its VM replaced). Those stay in the sequence, marked.
 - **Machines created, deleted**: the Machine creates and deletes the controllers of either cluster made in that time (their write logs; a write the API server refused does not count).
+- **hosts provisioned**: the cloud's Provision events for the fleet's BareMetalHosts in that time, by either cluster's host controller: each writes an image to a host's disk, wiping the node running there. Only scenario g's fleets have hosts; they were provisioned once in the source before the move.
 - **copies differing**: objects whose copy, as the mover created it in the target (the state it was created with, and the managed fields of a later write that changed nothing else, seen before the mover was done, as defined for late writes below: both movers restore the source's managed fields so, right after the create, since the API server keeps the managed fields a request sets only when it changes nothing else), differs from the last state its original had in the source before the mover began deleting it (both clusters watched throughout). Left out: the status (the target's controllers compute it; neither mover carries it, but for the operator's ClusterClasses), the finalizers (a mover removes them to delete the original), the pause (` + "`spec.paused`" + `, the ` + "`cluster.x-k8s.io/paused`" + ` annotation), ` + "`clusterctl.cluster.x-k8s.io/delete-for-move`" + ` and the operator's ` + "`move.cluster.x-k8s.io/`" + ` bookkeeping.
 - **late writes**: the controllers' accepted writes to the fleet (Events aside), in either cluster, after the mover had read the objects it copies (clusterctl: its "Creating objects in the target cluster" milestone, after discovery; the operator: its Copying phase) and before it had copied and deleted them all (clusterctl: "Resuming the target ClusterClasses", just before it unpauses the target; the operator: RestoringTarget, when it starts the target's controllers). Each is a change the copy may not carry, or a controller acting on an object while it is being moved.
-- **settles**: within 4 minutes of the move, every Cluster is Available in the target, every Machine and MachinePool Running with its status computed for its generation, and every Cluster stays Available through the settle window.
+- **settles**: within 4 minutes of the move, every Cluster is Available in the target, every Machine and MachinePool Running with its status computed for its generation, every BareMetalHost's status says it holds its image for its consumer's copy, and every Cluster stays Available through the settle window.
 `
 
 const notes = `

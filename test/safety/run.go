@@ -16,16 +16,40 @@ import (
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/cloud"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/hostprovider"
 	"github.com/move-operator/move-operator/test/mover"
 	"github.com/move-operator/move-operator/test/takeover"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
-// The two movers.
+// The movers. Every scenario runs with clusterctl and the operator as it
+// is installed (spec.status Rebuild, the default, as clusterctl moves);
+// the operator carrying status (spec.status Carry) runs only in the
+// scenarios that ask for it (scenario.movers): clusterctl has no
+// counterpart, and elsewhere it would repeat the operator's row.
 const (
-	moverClusterctl = "clusterctl"
-	moverOperator   = "operator"
+	moverClusterctl    = "clusterctl"
+	moverOperator      = "operator"
+	moverOperatorCarry = "operator, Carry"
 )
+
+// defaultMovers are the movers of a scenario that names none.
+var defaultMovers = []string{moverClusterctl, moverOperator}
+
+// isOperator reports whether m is the operator, with either status policy.
+func isOperator(m string) bool { return m == moverOperator || m == moverOperatorCarry }
+
+// moverCode is the short name of a mover in its fleet's namespace.
+func moverCode(m string) string {
+	switch m {
+	case moverOperator:
+		return "op"
+	case moverOperatorCarry:
+		return "oc"
+	default:
+		return "cc"
+	}
+}
 
 // Bounds of one run.
 const (
@@ -43,18 +67,20 @@ const (
 // fleetOptions is every run's fleet: one classic workload cluster with a
 // control plane Machine, a MachineDeployment of one worker, a MachinePool
 // of one instance and a MachineHealthCheck, in one namespace (plus the
-// empty class namespace fleet.Create always makes). Classic only:
+// empty class namespace fleet.Create always makes), and, when the
+// scenario asks for hosts, a BareMetalHost for the worker. Classic only:
 // clusterctl's create of a ClusterClass-based Cluster was refused by the
 // Cluster admission webhook here, again and again, while the ClusterClass
 // copy stayed paused and unreconciled in the target (see docs/safety.md),
 // and a fleet clusterctl cannot move compares nothing.
-func fleetOptions(prefix string, l *lab) fleet.Options {
+func fleetOptions(prefix string, l *lab, hosts bool) fleet.Options {
 	return fleet.Options{
 		Clusters:   1,
 		Workers:    ptr.To(1),
 		Namespaces: []string{prefix},
 		Name:       prefix,
 		Live:       &fleet.Live{Cloud: l.env.Cloud, Workload: l.env.Workload, ManagementCluster: l.env.Source.Name},
+		Hosts:      hosts,
 	}
 }
 
@@ -68,7 +94,10 @@ type result struct {
 	vmPoweredOff    int
 	machinesCreated int
 	machinesDeleted int
-	copyDiffs       []copyDiff
+	// hostsProvisioned counts the Provision events of the fleet's
+	// BareMetalHosts: each wipes a host's disk under its running node.
+	hostsProvisioned int
+	copyDiffs        []copyDiff
 	// lateWrites are the controllers' successful writes to the fleet after
 	// the mover read it and before the move ended.
 	lateWrites []capiprovider.Write
@@ -82,14 +111,14 @@ func (r result) summary() string {
 	if r.moveErr != nil {
 		return "move failed: " + r.moveErr.Error()
 	}
-	return fmt.Sprintf("moved in %s; VMs created %d, deleted %d, powered off %d; Machines created %d, deleted %d; copies differing %d; late writes %d; settled %t %s",
+	return fmt.Sprintf("moved in %s; VMs created %d, deleted %d, powered off %d; Machines created %d, deleted %d; hosts provisioned %d; copies differing %d; late writes %d; settled %t %s",
 		r.duration.Round(time.Millisecond), r.vmCreated, r.vmDeleted, r.vmPoweredOff, r.machinesCreated, r.machinesDeleted,
-		len(r.copyDiffs), len(r.lateWrites), r.settled, r.settleNote)
+		r.hostsProvisioned, len(r.copyDiffs), len(r.lateWrites), r.settled, r.settleNote)
 }
 
 // disturbed reports whether any figure is non-zero or the fleet did not settle.
 func (r result) disturbed() bool {
-	return r.moveErr != nil || r.vmCreated+r.vmDeleted+r.vmPoweredOff+r.machinesCreated+r.machinesDeleted+len(r.copyDiffs)+len(r.lateWrites) > 0 || !r.settled
+	return r.moveErr != nil || r.vmCreated+r.vmDeleted+r.vmPoweredOff+r.machinesCreated+r.machinesDeleted+r.hostsProvisioned+len(r.copyDiffs)+len(r.lateWrites) > 0 || !r.settled
 }
 
 // eventLog collects the scenario's own steps with their times.
@@ -119,8 +148,8 @@ func (e *eventLog) all() []timedEvent {
 // fleet with the mover, and measures.
 func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
 	r := result{scenario: s.id, mover: m}
-	prefix := "s" + s.id + m[:2] + "-" + rand.String(4)
-	f, err := fleet.Create(ctx, l.env.Source.Client, fleetOptions(prefix, l))
+	prefix := "s" + s.id + moverCode(m) + "-" + rand.String(4)
+	f, err := fleet.Create(ctx, l.env.Source.Client, fleetOptions(prefix, l, s.hosts))
 	if err != nil {
 		r.moveErr = fmt.Errorf("creating the fleet: %w", err)
 		return r
@@ -145,7 +174,7 @@ func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
 	mark := takeover.MarkNow(l.env)
 
 	tl := mover.ClusterctlTimeline()
-	if m == moverOperator {
+	if isOperator(m) {
 		tl = mover.OperatorTimeline()
 	}
 	read := func() time.Time { return tl.Reached(readStep(m)) }
@@ -201,7 +230,11 @@ func (l *lab) move(ctx context.Context, tl *mover.Timeline, m, name string, f *f
 		_, err := l.cc.Move(ctx, tl, f.Namespaces)
 		return err
 	}
-	_, mo, err := l.op.Move(ctx, tl, name, f.Namespaces)
+	var options []mover.SpecOption
+	if m == moverOperatorCarry {
+		options = append(options, mover.CarryStatus)
+	}
+	_, mo, err := l.op.Move(ctx, tl, name, f.Namespaces, options...)
 	if err != nil {
 		return err
 	}
@@ -218,6 +251,7 @@ func (l *lab) count(r *result, mark takeover.Mark, keep func(string, string) boo
 	churn := takeover.ChurnSince(l.env, mark, keep)
 	r.vmCreated, r.vmDeleted, r.vmPoweredOff = churn.Count(cloud.Created), churn.Count(cloud.Deleted), churn.Count(cloud.PowerOff)
 	r.machinesCreated, r.machinesDeleted = churn.MachinesCreated(), churn.MachinesDeleted()
+	r.hostsProvisioned = churn.Count(cloud.Provision)
 	expectedVM := arm.expectedVM
 	for _, e := range churn.VMs {
 		if e.Type == cloud.Created && e.VMName == expectedVM && expectedVM != "" {
@@ -283,30 +317,58 @@ func (l *lab) sequence(log *eventLog, tl *mover.Timeline, mark takeover.Mark, ke
 	}
 	out = append(out, tl.Began.Format("15:04:05.000")+" the move starts")
 	for _, e := range takeover.ChurnSince(l.env, mark, keep).VMs {
+		if e.Type == cloud.Provision {
+			out = append(out, fmt.Sprintf("%s cloud: Provision host %s with %s by the %s cluster's BareMetalHost controller", e.Time.Format("15:04:05.000"), e.Host, e.Image, e.Caller.ManagementCluster))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s cloud: %s VM %s (%s) by %s", e.Time.Format("15:04:05.000"), e.Type, e.VMName, e.VMID, e.Caller))
 	}
 	return out
 }
 
-// waitSettledInSource waits until the fleet is Available and no controller
-// has written to it for quietBefore.
+// waitSettledInSource waits until the fleet is Available, its hosts
+// provisioned, and no controller has written to it for quietBefore.
 func (l *lab) waitSettledInSource(ctx context.Context, f *fleet.Fleet, keep func(string, string) bool) error {
 	return takeover.Poll(ctx, settleBefore, func() error {
 		if err := takeover.Available(ctx, l.env.Source, f); err != nil {
+			return err
+		}
+		if err := hostsProvisioned(ctx, l.env.Source, f); err != nil {
 			return err
 		}
 		return takeover.Quiet(l.env.Source, keep, quietBefore)
 	})
 }
 
+// hostsProvisioned returns why a host of the fleet is not provisioned for
+// its consumer as m holds it, or m lacks one.
+func hostsProvisioned(ctx context.Context, m *testenv.Management, f *fleet.Fleet) error {
+	want := 0
+	for _, wc := range f.Clusters {
+		want += len(wc.Hosts)
+	}
+	n, err := hostprovider.CheckProvisioned(ctx, m.Client, f.Namespaces)
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Name, err)
+	}
+	if n != want {
+		return fmt.Errorf("%s holds %d of the fleet's %d BareMetalHosts", m.Name, n, want)
+	}
+	return nil
+}
+
 // settleInTarget waits until the target's controllers have reconciled the
 // fleet (every Cluster Available, every Machine and MachinePool Running,
-// every status computed for the current generation), then checks it stays
-// Available for the settle window.
+// every status computed for the current generation, every host
+// provisioned for its consumer's copy), then checks it stays Available for
+// the settle window.
 func (l *lab) settleInTarget(ctx context.Context, f *fleet.Fleet) (bool, string) {
 	began := time.Now()
 	err := takeover.Poll(ctx, settleAfter, func() error {
 		if err := takeover.Available(ctx, l.env.Target, f); err != nil {
+			return err
+		}
+		if err := hostsProvisioned(ctx, l.env.Target, f); err != nil {
 			return err
 		}
 		return takeover.Running(ctx, l.env.Target, f)

@@ -29,6 +29,19 @@ type scenario struct {
 	// arm prepares the fleet before the move and returns what to do while
 	// it runs and after it.
 	arm func(ctx context.Context, l *lab, f *fleet.Fleet, log *eventLog) (*armed, error)
+	// hosts gives the fleet a BareMetalHost per worker, provisioned in
+	// the source before the move.
+	hosts bool
+	// movers are the movers the scenario runs with; nil: defaultMovers.
+	movers []string
+}
+
+// moverList is the movers the scenario runs with, in order.
+func (s scenario) moverList() []string {
+	if s.movers == nil {
+		return defaultMovers
+	}
+	return s.movers
 }
 
 // armed is a scenario ready to meet a move.
@@ -70,6 +83,10 @@ func allScenarios() []scenario {
 			arm: armUnhealthyNode},
 		{id: "f", title: "delete path ignores the move", setup: "A case from a provider's tracker, [tinkerbell/cluster-api-provider-tinkerbell#460](https://github.com/tinkerbell/cluster-api-provider-tinkerbell/pull/460) (\"Improve pause handling implementation on the controllers\"): since clusterctl deletes each source object before removing its finalizers (Cluster API v1.9.5, kubernetes-sigs/cluster-api#11812), the Tinkerbell provider, which did not check pause on that path, took the move's deletion of its TinkerbellMachines for a real one and powered the machines off. Here the source's loop provider does the same from before the move until it ends (`Switches.SetDeleteIgnoresMove`: its delete path ignores pause and `delete-for-move`; its normal path still respects pause). Whether it acts depends, as for the reporters, on its reconcile reaching the object between the mover's delete and its finalizer removal. A powered-off VM's Node turns Ready=Unknown, as its kubelet stops. Not reproduced: Tinkerbell's Hardware, BMC jobs and PXE boot.",
 			arm: armDeleteIgnoresMove},
+		{id: "g", title: "host status lost", setup: "A case from Metal3: [metal3-io/baremetal-operator#431](https://github.com/metal3-io/baremetal-operator/issues/431) (\"BaremetalHost critical states stored in status\") and [kubernetes-sigs/cluster-api#2370](https://github.com/kubernetes-sigs/cluster-api/issues/2370) (\"Clusterctl: Object status lost during move\"): a BareMetalHost keeps in its status alone what its disk holds and for whom, clusterctl move creates copies without status, and a host that arrives without it goes through provisioning again, its disk wiped under the running node. Here the fleet's worker has a BareMetalHost (package `test/hostprovider`: its CRD labelled `clusterctl.cluster.x-k8s.io/move` so that both movers take every host, its controller running with the loop provider's in both clusters) consumed by its LoopMachine and provisioned in the source before the move; the controller provisions a host whose status does not say it holds its image for its consumer's UID, and leaves the others alone. It does not check Cluster pause, as Metal3's does not. The operator runs twice: as installed (`spec.status: Rebuild`, as clusterctl) and with `spec.status: Carry`, which writes each copy's status from the source with the UIDs of moved objects rewritten to their copies'. Not reproduced: Metal3's own answer, the `baremetalhost.metal3.io/status` annotation its controller restores a status from; Ironic, BMCs and inspection.",
+			arm:    func(context.Context, *lab, *fleet.Fleet, *eventLog) (*armed, error) { return &armed{}, nil },
+			hosts:  true,
+			movers: []string{moverClusterctl, moverOperator, moverOperatorCarry}},
 	}
 }
 
@@ -196,7 +213,7 @@ func setNodeReady(ctx context.Context, w *workload.Server, name string, status c
 // reads everything in its discovery, before it pauses; the operator reads
 // each object as it copies it, after the controllers have stopped.
 func readStep(m string) string {
-	if m == moverOperator {
+	if isOperator(m) {
 		return "Copying"
 	}
 	return mover.ClusterctlCreating
@@ -207,7 +224,7 @@ func readStep(m string) string {
 // target's controllers. What the controllers write after it is the
 // target's taking over.
 func copiedStep(m string) string {
-	if m == moverOperator {
+	if isOperator(m) {
 		return "RestoringTarget"
 	}
 	return mover.ClusterctlResuming

@@ -15,7 +15,9 @@
 // one workload API server (Env.Workload, package workload) shared by both
 // clusters, as a cloud account and the workload clusters are shared by
 // every management cluster in the real world. Without it nothing
-// reconciles, and the clusters start as before.
+// reconciles, and the clusters start as before. Options.Hosts adds
+// Metal3's BareMetalHost kind and its controller (package hostprovider),
+// for the tests of a move that must carry status.
 //
 // When a test fails, Main prints where each cluster's process logs are and
 // keeps them; when all pass, it removes them.

@@ -32,6 +32,11 @@ type Options struct {
 	// cloud shared by both (Env.Cloud). Off by default: most tests need
 	// only the webhooks, and start faster without controllers.
 	Controllers bool
+	// Hosts (with CAPI) installs Metal3's BareMetalHost kind in both
+	// clusters, with the operator's RBAC for it, and (with Controllers)
+	// runs its controller with the loop provider's (see package
+	// hostprovider). Off by default.
+	Hosts bool
 	// Logf receives progress lines. Default: standard error.
 	Logf func(format string, args ...any)
 	// Logger is given to controller-runtime's log.SetLogger by Main; the
@@ -71,6 +76,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Controllers && !opts.CAPI {
 		return nil, errors.New("testenv: Controllers needs CAPI")
 	}
+	if opts.Hosts && !opts.CAPI {
+		return nil, errors.New("testenv: Hosts needs CAPI")
+	}
 	began := time.Now()
 	env := &Env{}
 	workloadDone := make(chan error, 1)
@@ -108,6 +116,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Controllers {
 		what += " and its controllers running"
 	}
+	if opts.Hosts {
+		what += ", with BareMetalHosts"
+	}
 	opts.Logf("%s ready in %s (source %s, target %s)", what, env.StartupDuration.Round(time.Millisecond),
 		env.Source.StartupDuration.Round(time.Millisecond), env.Target.StartupDuration.Round(time.Millisecond))
 	return env, nil
@@ -123,7 +134,7 @@ func startManagement(ctx context.Context, name string, opts Options, env *Env) (
 		return m, fmt.Errorf("creating a client for %s: %w", c, err)
 	}
 	if opts.CAPI {
-		capiOpts := capiprovider.Options{Logf: opts.Logf}
+		capiOpts := capiprovider.Options{Logf: opts.Logf, Hosts: opts.Hosts}
 		if opts.Controllers {
 			capiOpts.Controllers = &capiprovider.ControllerOptions{Cloud: env.Cloud}
 		}
