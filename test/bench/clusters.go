@@ -38,7 +38,7 @@ const (
 )
 
 // clusters is the pair of local management clusters of one fleet size,
-// ready for the three movers.
+// ready for the movers.
 type clusters struct {
 	env *testenv.Env
 	// identity is the operator's in the source, as installed: its only

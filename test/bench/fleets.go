@@ -21,13 +21,25 @@ import (
 // The movers, by the names the report uses.
 const (
 	toolClusterctl = "clusterctl"
-	toolOperator   = "operator"
-	toolBaseline   = "baseline"
+	// toolOperator moves with spec.status left to its default, Rebuild.
+	toolOperator = "operator"
+	// toolOperatorCarry is the same operator moving a fleet of its own with
+	// spec.status Carry (-carry): one more write per moved object that has
+	// a status, measured against toolOperator's move in the same
+	// repetition.
+	toolOperatorCarry = "operator, Carry"
+	toolBaseline      = "baseline"
 )
 
-// namespacePrefix names each mover's namespace; all three have the same
-// length so the three fleets' objects have the same sizes.
-var namespacePrefix = map[string]string{toolClusterctl: "ctl", toolOperator: "opr", toolBaseline: "raw"}
+// namespacePrefix names each mover's namespace; all have the same length so
+// the fleets' objects have the same sizes.
+var namespacePrefix = map[string]string{toolClusterctl: "ctl", toolOperator: "opr", toolOperatorCarry: "opc", toolBaseline: "raw"}
+
+// fileTag is a mover's name as the files of its moves (profiles) carry it,
+// without the report name's comma and space: "operator-carry".
+func fileTag(tool string) string {
+	return strings.ToLower(strings.ReplaceAll(tool, ", ", "-"))
+}
 
 // benchFleet is one of a repetition's identical fleets and the mover that
 // moves it.
@@ -69,13 +81,19 @@ const fleetAttempts = 3
 // operator, baseline; then operator, baseline, clusterctl; ...), so that
 // over as many repetitions as movers each mover has every place once and
 // none carries another's fleet in every repetition. baselineFirst keeps the
-// baseline first and rotates the others.
+// baseline first and rotates the others. The operator's Carry move, when it
+// runs, follows its Rebuild move in the rotation: with only those two, they
+// swap places every repetition, so that over two repetitions each moves
+// first once.
 func moveOrder(rep int, m movers) []string {
 	var rotating []string
 	if m.clusterctl {
 		rotating = append(rotating, toolClusterctl)
 	}
 	rotating = append(rotating, toolOperator)
+	if m.carry {
+		rotating = append(rotating, toolOperatorCarry)
+	}
 	if m.baseline && !m.baselineFirst {
 		rotating = append(rotating, toolBaseline)
 	}
@@ -90,6 +108,8 @@ func moveOrder(rep int, m movers) []string {
 // movers says which movers a repetition runs, and where the baseline goes.
 type movers struct {
 	clusterctl, baseline bool
+	// carry adds the operator's move with spec.status Carry.
+	carry bool
 	// baselineFirst moves the baseline's fleet before the others in every
 	// repetition, while the source still holds every fleet, instead of
 	// rotating it with them.
@@ -110,8 +130,9 @@ func (c *clusters) createFleets(ctx context.Context, n, rep int, m movers) ([]be
 			return nil, err
 		}
 	}
+	// " then ", not a comma: "operator, Carry" has one.
 	say("  %d fleets of %d objects each in %s; order: %s", len(fleets), fleets[0].fleet.Total(),
-		time.Since(began).Round(time.Second), strings.Join(tools, ", "))
+		time.Since(began).Round(time.Second), strings.Join(tools, " then "))
 	return fleets, nil
 }
 

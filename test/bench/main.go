@@ -17,8 +17,12 @@
 // repetition it creates three identical fleets (package fleet) in three
 // namespaces of the source, and moves one with each mover: clusterctl, the
 // operator and the baseline, the order rotating by one place per
-// repetition (see moveOrder in fleets.go). Each move is checked afterwards: the target namespace holds
-// every object the source namespace held, the source namespace holds none.
+// repetition (see moveOrder in fleets.go). With -carry a fourth fleet is
+// moved by the operator with spec.status Carry, in the same rotation, and
+// the report states what carrying status costs against the operator's
+// default move of the same repetition. Each move is checked afterwards: the
+// target namespace holds every object the source namespace held, the
+// source namespace holds none.
 //
 // The operator runs as users install it (package installed): the manager
 // binary taken out of the host platform's image (hack/image builds it from
@@ -89,6 +93,10 @@ type options struct {
 	// skipClusterctl leaves out clusterctl's fleet and move, for quick
 	// measurements of the operator against its floor while changing it.
 	skipClusterctl bool
+	// carry adds a fleet the operator moves with spec.status Carry, so
+	// that every repetition measures what carrying status costs against
+	// the default move on the same clusters.
+	carry bool
 	// baselineFirst moves the baseline before the others in every
 	// repetition, while the source holds every fleet.
 	baselineFirst bool
@@ -117,6 +125,11 @@ type options struct {
 	conversionWhileStopped bool
 }
 
+// movers are the movers every repetition runs.
+func (o options) movers() movers {
+	return movers{clusterctl: !o.skipClusterctl, baseline: !o.skipBaseline, carry: o.carry, baselineFirst: o.baselineFirst}
+}
+
 // repetitions is how many times fleets of n clusters are moved.
 func (o options) repetitions(n int) int {
 	if r, ok := o.repsFor[n]; ok {
@@ -137,6 +150,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.moveTimeout, "move-timeout", 0, "fail a move that takes longer (default: 45m, or 5s per workload cluster when that is longer)")
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
+	fs.BoolVar(&o.carry, "carry", false, "also move a fleet with the operator and spec.status Carry, in the same rotation, and report its cost against the default move (Rebuild) of the same repetition")
 	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")
 	fs.BoolVar(&o.alone, "alone", false, "move each fleet on its own fresh pair of clusters holding only that fleet, created just before its move (for large N: the API servers then hold one fleet, not one per mover)")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
@@ -306,7 +320,7 @@ func (b *bench) run(ctx context.Context) error {
 // with -alone, every move of every repetition on a pair of its own.
 func (b *bench) runSize(ctx context.Context, n int) error {
 	reps := b.opts.repetitions(n)
-	m := movers{clusterctl: !b.opts.skipClusterctl, baseline: !b.opts.skipBaseline, baselineFirst: b.opts.baselineFirst}
+	m := b.opts.movers()
 	if !b.opts.alone {
 		return b.withClusters(ctx, n, func(c *clusters) error {
 			for rep := 1; rep <= reps; rep++ {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 // mover is one way of moving a fleet. Only move is timed and only what
@@ -106,6 +108,8 @@ func (b *bench) newMover(f benchFleet) mover {
 		return &clusterctlMover{b: b, f: f}
 	case toolOperator:
 		return &operatorMover{b: b, f: f}
+	case toolOperatorCarry:
+		return &operatorMover{b: b, f: f, status: movev1alpha1.StatusCarry}
 	default:
 		return &baselineMover{b: b, f: f}
 	}
@@ -138,7 +142,7 @@ func (b *bench) measure(ctx context.Context, f benchFleet, r *result) (err error
 	cpuBefore := sampleCPU(components)
 	var prof *profiler
 	if b.opts.profileDir != "" {
-		prof, err = startProfiles(ctx, b.opts.profileDir, fmt.Sprintf("n%d-r%d-%s", r.n, r.rep, r.tool),
+		prof, err = startProfiles(ctx, b.opts.profileDir, fmt.Sprintf("n%d-r%d-%s", r.n, r.rep, fileTag(r.tool)),
 			map[string]*rest.Config{"source": c.env.Source.Config, "target": c.env.Target.Config})
 		if err != nil {
 			return err

@@ -31,8 +31,11 @@ import (
 // (package installed), started afresh for each move so that its peak RSS is
 // this move's.
 type operatorMover struct {
-	b       *bench
-	f       benchFleet
+	b *bench
+	f benchFleet
+	// status is the MoveOperation's spec.status; empty leaves it to its
+	// default (Rebuild), as the default run has always measured it.
+	status  movev1alpha1.StatusPolicy
 	run     *installed.Running
 	metrics string
 	// pprof serves the operator's profiles (http://host:port).
@@ -214,6 +217,7 @@ func (m *operatorMover) move(ctx context.Context, r *result) error {
 		Spec: movev1alpha1.MoveOperationSpec{
 			Target:     movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: targetSecret}},
 			Namespaces: []string{m.f.namespace},
+			Status:     m.status,
 		},
 	}
 	w, err := c.Watch(ctx, &movev1alpha1.MoveOperationList{}, client.InNamespace(moveNamespace),
@@ -227,7 +231,7 @@ func (m *operatorMover) move(ctx context.Context, r *result) error {
 		return fmt.Errorf("creating MoveOperation %s/%s: %w", m.mo.Namespace, m.mo.Name, err)
 	}
 	if dir := m.b.opts.heapProfileDir; dir != "" {
-		m.heap = startHeapSampler(ctx, m.pprof, filepath.Join(dir, fmt.Sprintf("n%d-r%d-operator.heap", r.n, r.rep)), 2*time.Second)
+		m.heap = startHeapSampler(ctx, m.pprof, filepath.Join(dir, fmt.Sprintf("n%d-r%d-%s.heap", r.n, r.rep, fileTag(r.tool))), 2*time.Second)
 	}
 	seen := phaseClock{began: began}
 	last, err := m.follow(ctx, w, &seen, r)

@@ -21,6 +21,22 @@ func TestEveryMoverTakesEveryPlaceOnceInAsManyRepetitionsAsMovers(t *testing.T) 
 	}
 }
 
+func TestWithCarryTheOperatorsTwoMovesRotateWithTheOthers(t *testing.T) {
+	all := movers{clusterctl: true, baseline: true, carry: true}
+	want := [][]string{
+		{toolClusterctl, toolOperator, toolOperatorCarry, toolBaseline},
+		{toolOperator, toolOperatorCarry, toolBaseline, toolClusterctl},
+		{toolOperatorCarry, toolBaseline, toolClusterctl, toolOperator},
+		{toolBaseline, toolClusterctl, toolOperator, toolOperatorCarry},
+		{toolClusterctl, toolOperator, toolOperatorCarry, toolBaseline},
+	}
+	for rep := 1; rep <= len(want); rep++ {
+		if got := moveOrder(rep, all); !slices.Equal(got, want[rep-1]) {
+			t.Errorf("repetition %d: order %v, want %v", rep, got, want[rep-1])
+		}
+	}
+}
+
 func TestTheOrderRotatesOnlyTheMoversThatRun(t *testing.T) {
 	cases := []struct {
 		name string
@@ -32,10 +48,39 @@ func TestTheOrderRotatesOnlyTheMoversThatRun(t *testing.T) {
 		{"no clusterctl", movers{baseline: true}, 2, []string{toolBaseline, toolOperator}},
 		{"no baseline", movers{clusterctl: true}, 2, []string{toolOperator, toolClusterctl}},
 		{"baseline first stays first", movers{clusterctl: true, baseline: true, baselineFirst: true}, 2, []string{toolBaseline, toolOperator, toolClusterctl}},
+		{"the operator both ways moves Rebuild first in odd repetitions", movers{carry: true}, 1, []string{toolOperator, toolOperatorCarry}},
+		{"the operator both ways moves Carry first in even repetitions", movers{carry: true}, 2, []string{toolOperatorCarry, toolOperator}},
+		{"Carry rotates, the baseline stays first", movers{baseline: true, baselineFirst: true, carry: true}, 2, []string{toolBaseline, toolOperatorCarry, toolOperator}},
 	}
 	for _, c := range cases {
-		if got := moveOrder(c.rep, c.m); !slices.Equal(got, c.want) {
-			t.Errorf("%s, repetition %d: order %v, want %v", c.name, c.rep, got, c.want)
+		t.Run(c.name, func(t *testing.T) {
+			if got := moveOrder(c.rep, c.m); !slices.Equal(got, c.want) {
+				t.Errorf("repetition %d: order %v, want %v", c.rep, got, c.want)
+			}
+		})
+	}
+}
+
+// Every mover's fleet has a namespace of the same length, so that the
+// fleets' objects have the same sizes, and the same name as before -carry
+// for the movers that had one.
+func TestEveryMoverHasANamespacePrefixOfTheSameLength(t *testing.T) {
+	for _, tool := range tools {
+		if got := len(namespacePrefix[tool]); got != len(namespacePrefix[toolOperator]) {
+			t.Errorf("%s: namespace prefix %q of length %d, want %d", tool, namespacePrefix[tool], got, len(namespacePrefix[toolOperator]))
+		}
+	}
+}
+
+// The files of a move (profiles) name its mover; the names of the movers
+// that ran before -carry existed stay as docs/benchmarks.md gives them.
+func TestTheMoversFilesNameThemWithoutSpacesOrCommas(t *testing.T) {
+	want := map[string]string{
+		toolClusterctl: "clusterctl", toolOperator: "operator", toolOperatorCarry: "operator-carry", toolBaseline: "baseline",
+	}
+	for tool, tag := range want {
+		if got := fileTag(tool); got != tag {
+			t.Errorf("%q: file tag %q, want %q", tool, got, tag)
 		}
 	}
 }
@@ -53,5 +98,25 @@ func TestAMoveMayTakeLongerTheLargerTheFleet(t *testing.T) {
 		if got := (options{moveTimeout: c.set}).moveTimeoutFor(c.n); got != c.want {
 			t.Errorf("-move-timeout %s, N=%d: %s, want %s", c.set, c.n, got, c.want)
 		}
+	}
+}
+
+func TestTheReportSaysHowManyMoversRotated(t *testing.T) {
+	cases := []struct {
+		name string
+		opts options
+		want string
+	}{
+		{"the default run", options{}, "the order of the three movers rotating by one place per repetition"},
+		{"with -carry", options{carry: true}, "the order of the four movers rotating by one place per repetition"},
+		{"the operator both ways alone", options{carry: true, skipClusterctl: true, skipBaseline: true}, "the order of the two movers rotating by one place per repetition"},
+		{"the operator alone", options{skipClusterctl: true, skipBaseline: true}, "one mover per repetition"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := (&report{opts: c.opts}).rotation(); got != c.want {
+				t.Errorf("%q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -54,6 +54,9 @@ type table struct {
 func (r *report) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", r.preamble(false))
+	for _, c := range r.carryCosts() {
+		fmt.Fprintf(&b, "\n%s: %s\n", c.title(), c.text())
+	}
 	for _, t := range r.tables() {
 		fmt.Fprintf(&b, "\n%s\n", t.title)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -72,6 +75,9 @@ func (r *report) text() string {
 func (r *report) markdown() string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n", r.preamble(true))
+	for _, c := range r.carryCosts() {
+		fmt.Fprintf(&b, "\n**%s**: %s\n", c.title(), c.text())
+	}
 	for _, t := range r.tables() {
 		fmt.Fprintf(&b, "\n#### %s\n\n", t.title)
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(t.header, " | "))
@@ -101,6 +107,16 @@ func (r *report) where() string {
 	return "; the movers of a repetition share a pair of clusters, the source holding every fleet not moved yet"
 }
 
+// rotation says how many movers each repetition ordered, and how.
+func (r *report) rotation() string {
+	n := len(moveOrder(1, r.opts.movers()))
+	if n == 1 {
+		return "one mover per repetition"
+	}
+	words := map[int]string{2: "two", 3: "three", 4: "four"}
+	return fmt.Sprintf("the order of the %s movers rotating by one place per repetition", words[n])
+}
+
 func (r *report) preamble(md bool) string {
 	m := r.machine
 	lines := []string{
@@ -108,8 +124,12 @@ func (r *report) preamble(md bool) string {
 		fmt.Sprintf("Command: %s", m.command),
 		fmt.Sprintf("Machine: %d cores (%s), %s memory, %s, %s", m.cores, m.cpuModel, m.memory, m.kernel, m.goVersion),
 		fmt.Sprintf("Operator: %s; working tree at commit %s", m.operator, m.commit),
-		fmt.Sprintf("Settings: %s; repetitions: %s, the order of the three movers rotating by one place per repetition%s", m.settings, r.opts.plan(), r.where()),
+		fmt.Sprintf("Settings: %s; repetitions: %s, %s%s", m.settings, r.opts.plan(), r.rotation(), r.where()),
 		fmt.Sprintf("Load average before and after: %s / %s", m.loadBefore, m.loadAfter),
+	}
+	if r.opts.carry {
+		lines = append(lines, "With -carry: the operator also moves a fleet of its own with spec.status Carry, in the same rotation; "+
+			"its cost is the Carry move's against the operator's default move (Rebuild) of the same repetition")
 	}
 	var idle []string
 	for _, n := range r.opts.sizes {
@@ -173,16 +193,36 @@ func (r *report) sizes() []int {
 // ratio is the median over the repetitions of f(operator)/f(other),
 // taking both from the same repetition.
 func (r *report) ratio(n int, other string, f func(*result) float64) float64 {
-	as, bs := r.of(n, toolOperator), r.of(n, other)
+	return r.ratioOf(n, toolOperator, other, f)
+}
+
+// ratioOf is the median over the repetitions of f(tool)/f(other), taking
+// both from the same repetition.
+func (r *report) ratioOf(n int, tool, other string, f func(*result) float64) float64 {
 	var ratios []float64
-	for _, x := range as {
-		for _, y := range bs {
-			if x.rep == y.rep && f(y) != 0 {
-				ratios = append(ratios, f(x)/f(y))
-			}
+	for _, p := range r.pairs(n, tool, other) {
+		if f(p.other) != 0 {
+			ratios = append(ratios, f(p.tool)/f(p.other))
 		}
 	}
 	return median(ratios)
+}
+
+// pair is two movers' moves of the same repetition.
+type pair struct{ tool, other *result }
+
+// pairs are the moves of tool and other at n, paired by repetition, for
+// the repetitions in which both moved.
+func (r *report) pairs(n int, tool, other string) []pair {
+	var out []pair
+	for _, x := range r.of(n, tool) {
+		for _, y := range r.of(n, other) {
+			if x.rep == y.rep {
+				out = append(out, pair{tool: x, other: y})
+			}
+		}
+	}
+	return out
 }
 
 func medianOf(rs []*result, f func(*result) float64) float64 {
@@ -228,7 +268,13 @@ var (
 	cpuMsPerObject = func(r *result) float64 { return allCPUSeconds(r) * 1000 / float64(r.objects) }
 )
 
-var tools = []string{toolClusterctl, toolOperator, toolBaseline}
+var tools = []string{toolClusterctl, toolOperator, toolOperatorCarry, toolBaseline}
+
+// operatorTools are the movers that run the operator: those with a peak
+// RSS, phases and the operator's own request count.
+var operatorTools = []string{toolOperator, toolOperatorCarry}
+
+func isOperator(tool string) bool { return slices.Contains(operatorTools, tool) }
 
 func (r *report) summary() table {
 	t := table{
@@ -246,7 +292,7 @@ func (r *report) summary() table {
 				continue
 			}
 			rss := ""
-			if tool == toolOperator {
+			if isOperator(tool) {
 				rss = fmt.Sprintf("%.0f", medianOf(rs, peakRSSMiB))
 			}
 			t.rows = append(t.rows, []string{
@@ -268,6 +314,11 @@ func (r *report) summary() table {
 			t.rows = append(t.rows, []string{fmt.Sprint(n), "operator / baseline", "",
 				"", x(copyDeleteSeconds), "", x(sourceRequests), x(targetRequests), x(perObjectRequests), ""})
 		}
+		if len(r.pairs(n, toolOperatorCarry, toolOperator)) > 0 {
+			x := func(f func(*result) float64) string { return times(r.ratioOf(n, toolOperatorCarry, toolOperator, f)) }
+			t.rows = append(t.rows, []string{fmt.Sprint(n), toolOperatorCarry + " / " + toolOperator, "",
+				x(wholeSeconds), x(copyDeleteSeconds), x(msPerObject), x(sourceRequests), x(targetRequests), x(perObjectRequests), x(peakRSSMiB)})
+		}
 	}
 	return t
 }
@@ -280,6 +331,9 @@ func (r *report) targets() table {
 		return t
 	}
 	n := sizes[len(sizes)-1]
+	if r.opts.carry {
+		t.note = "The targets judge the operator's default move (spec.status Rebuild); Carry's cost is stated above the tables."
+	}
 	row := func(name string, value float64, format string, met bool) {
 		verdict := "no"
 		if met {
@@ -341,30 +395,53 @@ func (r *report) phases() table {
 			}
 		}
 	}
+	// A mover column only when the operator moved with Carry too, so that
+	// the table of a run without -carry is as it always was.
+	operators := slices.DeleteFunc(slices.Clone(operatorTools), func(tool string) bool { return !r.ran(tool) })
+	header := []string{"N"}
+	if len(operators) > 1 {
+		header = append(header, "mover")
+	}
 	t := table{
 		title:  "Operator: seconds per phase (median)",
-		header: append(append([]string{"N"}, names...), "whole move"),
+		header: append(append(header, names...), "whole move"),
 		note:   "(start) is from creating the MoveOperation until the operator first wrote a phase; each phase lasts until the next one is seen.",
 	}
 	for _, n := range r.sizes() {
-		rs := r.of(n, toolOperator)
-		if len(rs) == 0 {
-			continue
+		for _, tool := range operators {
+			rs := r.of(n, tool)
+			if len(rs) == 0 {
+				continue
+			}
+			row := []string{fmt.Sprint(n)}
+			if len(operators) > 1 {
+				row = append(row, tool)
+			}
+			t.rows = append(t.rows, phaseRow(row, names, rs))
 		}
-		row := []string{fmt.Sprint(n)}
-		for _, name := range names {
-			row = append(row, fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 {
-				for _, p := range res.phases {
-					if p.phase == name {
-						return p.duration.Seconds()
-					}
-				}
-				return 0
-			})))
-		}
-		t.rows = append(t.rows, append(row, fmt.Sprintf("%.1f", medianOf(rs, wholeSeconds))))
 	}
 	return t
+}
+
+// phaseRow completes row with the median seconds of each named phase and
+// of the whole move over rs.
+func phaseRow(row, names []string, rs []*result) []string {
+	for _, name := range names {
+		row = append(row, fmt.Sprintf("%.1f", medianOf(rs, func(res *result) float64 {
+			for _, p := range res.phases {
+				if p.phase == name {
+					return p.duration.Seconds()
+				}
+			}
+			return 0
+		})))
+	}
+	return append(row, fmt.Sprintf("%.1f", medianOf(rs, wholeSeconds)))
+}
+
+// ran says whether tool moved at any N.
+func (r *report) ran(tool string) bool {
+	return slices.ContainsFunc(r.results, func(res *result) bool { return res.tool == tool })
 }
 
 var verbColumns = []string{"GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"}
@@ -397,9 +474,9 @@ func (r *report) verbs() table {
 		for _, server := range []string{"source", "target"} {
 			row(n, tool, server, rs, func(res *result) requestCounts { return res.requests[server] })
 		}
-		if tool == toolOperator {
+		if isOperator(tool) {
 			for _, server := range []string{"source", "target"} {
-				row(n, "operator's own count", server, rs, func(res *result) requestCounts { return res.clientRequests[server] })
+				row(n, tool+"'s own count", server, rs, func(res *result) requestCounts { return res.clientRequests[server] })
 			}
 		}
 	})
