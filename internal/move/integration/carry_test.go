@@ -199,8 +199,7 @@ func namePoolsInfrastructureInItsStatus(t *testing.T, ctx context.Context, c cli
 // copies'.
 func expectedStatus(src *unstructured.Unstructured, copyGeneration int64, targetUIDs map[types.UID]types.UID) any {
 	status := runtime.DeepCopyJSONValue(src.Object["status"]).(map[string]any)
-	var mapGeneration func(m map[string]any)
-	mapGeneration = func(m map[string]any) {
+	mapGeneration := func(m map[string]any) {
 		if g, ok := m["observedGeneration"].(int64); ok {
 			if g == src.GetGeneration() {
 				m["observedGeneration"] = copyGeneration
