@@ -33,9 +33,15 @@ import (
 // The operator moves with the providers' admission webhooks bypassed for
 // the objects in flight; the baseline removes the webhook configurations
 // of both clusters for its move (outside its timing) to the same effect.
+//
+// With parity set it is the parity floor (toolParity): the same requests,
+// in the same order and with the same concurrency, and after each create
+// the writes a faithful move makes to the copy (parityWrites), in the same
+// goroutine, so that they count in the copy as the operator's do.
 type baselineMover struct {
 	b        *bench
 	f        benchFleet
+	parity   *parityWrites
 	src, tgt client.Client
 	webhooks []*savedWebhooks
 }
@@ -71,7 +77,7 @@ func (m *baselineMover) client(mgmt *testenv.Management) (client.Client, error) 
 	cfg.QPS, cfg.Burst = float32(m.b.opts.qps), m.b.opts.burst
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("creating the baseline's client for %s: %w", mgmt.Name, err)
+		return nil, fmt.Errorf("creating the %s's client for %s: %w", m.f.tool, mgmt.Name, err)
 	}
 	return c, nil
 }
@@ -164,7 +170,8 @@ func (m *baselineMover) forEach(ctx context.Context, group []*unstructured.Unstr
 }
 
 // create creates the target copy of o: its metadata stripped of what the
-// API server assigns, its owner references pointing at the owners' copies.
+// API server assigns, its owner references pointing at the owners' copies;
+// for the parity floor, then writes what a faithful move writes after.
 func (m *baselineMover) create(ctx context.Context, o *unstructured.Unstructured, newUIDs *uidMap) error {
 	cp := o.DeepCopy()
 	for _, field := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink"} {
@@ -184,6 +191,9 @@ func (m *baselineMover) create(ctx context.Context, o *unstructured.Unstructured
 		return fmt.Errorf("creating %s %s/%s in the target: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 	}
 	newUIDs.set(o.GetUID(), cp.GetUID())
+	if m.parity != nil {
+		return m.parity.finish(ctx, m.tgt, o, cp, newUIDs.get)
+	}
 	return nil
 }
 

@@ -55,6 +55,10 @@ type clusters struct {
 	// LoopClusterIdentities) are copied by both tools and never deleted,
 	// the same for both, so the bench leaves them out.
 	namespaced []schema.GroupVersionKind
+	// statusSubresource are the kinds among types whose status is written
+	// through its own subresource, as graph.Type.StatusSubresource says:
+	// those whose status the parity floor writes with -carry.
+	statusSubresource map[schema.GroupKind]bool
 	// components are the processes whose CPU time each move accounts for.
 	components []component
 	// classes reconciles the target's ClusterClasses as the core
@@ -104,7 +108,7 @@ func (c *clusters) prepare(ctx context.Context, b *bench) error {
 	if err := c.grantOperator(ctx, b); err != nil {
 		return err
 	}
-	if c.types, c.namespaced, err = moveTypes(ctx, c.env.Source.Client); err != nil {
+	if c.types, c.namespaced, c.statusSubresource, err = moveTypes(ctx, c.env.Source.Client); err != nil {
 		return err
 	}
 	// A fresh API server answers the first LIST of a kind with 429 until its
@@ -185,12 +189,14 @@ func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
 	return review.Status.UserInfo.Username, nil
 }
 
-// moveTypes lists the kinds both tools move, all and namespaced only.
-func moveTypes(ctx context.Context, c client.Client) (all, namespaced []schema.GroupVersionKind, _ error) {
+// moveTypes lists the kinds both tools move, all and namespaced only, and
+// which of them have a status subresource at their storage version.
+func moveTypes(ctx context.Context, c client.Client) (all, namespaced []schema.GroupVersionKind, statusSubresource map[schema.GroupKind]bool, _ error) {
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := c.List(ctx, crds, client.HasLabels{clusterctlv1.ClusterctlLabel}); err != nil {
-		return nil, nil, fmt.Errorf("listing the CRDs labelled %s: %w", clusterctlv1.ClusterctlLabel, err)
+		return nil, nil, nil, fmt.Errorf("listing the CRDs labelled %s: %w", clusterctlv1.ClusterctlLabel, err)
 	}
+	statusSubresource = map[schema.GroupKind]bool{}
 	namespaced = []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Secret"), corev1.SchemeGroupVersion.WithKind("ConfigMap")}
 	all = append(all, namespaced...)
 	for _, crd := range crds.Items {
@@ -200,12 +206,13 @@ func moveTypes(ctx context.Context, c client.Client) (all, namespaced []schema.G
 			}
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 			all = append(all, gvk)
+			statusSubresource[gvk.GroupKind()] = v.Subresources != nil && v.Subresources.Status != nil
 			if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
 				namespaced = append(namespaced, gvk)
 			}
 		}
 	}
-	return all, namespaced, nil
+	return all, namespaced, statusSubresource, nil
 }
 
 // clusterComponents finds the processes of both clusters: etcd and

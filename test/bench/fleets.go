@@ -29,16 +29,25 @@ const (
 	// repetition.
 	toolOperatorCarry = "operator, Carry"
 	toolBaseline      = "baseline"
+	// toolParity is the baseline's plain parallel requests plus the writes
+	// a faithful move must make per object besides its create and delete:
+	// the restore of the source's managed fields, the status where the
+	// operator's move of the same run carries it (with -carry, every
+	// status), and the finalizer removal before each DELETE. Against it,
+	// the operator's copy+delete shows the operator's own overhead, not the
+	// work any mover as faithful has to do.
+	toolParity = "parity floor"
 )
 
 // namespacePrefix names each mover's namespace; all have the same length so
 // the fleets' objects have the same sizes.
-var namespacePrefix = map[string]string{toolClusterctl: "ctl", toolOperator: "opr", toolOperatorCarry: "opc", toolBaseline: "raw"}
+var namespacePrefix = map[string]string{toolClusterctl: "ctl", toolOperator: "opr", toolOperatorCarry: "opc", toolBaseline: "raw", toolParity: "par"}
 
 // fileTag is a mover's name as the files of its moves (profiles) carry it,
-// without the report name's comma and space: "operator-carry".
+// without the report name's commas and spaces: "operator-carry",
+// "parity-floor".
 func fileTag(tool string) string {
-	return strings.ToLower(strings.ReplaceAll(tool, ", ", "-"))
+	return strings.ToLower(strings.NewReplacer(", ", "-", " ", "-").Replace(tool))
 }
 
 // benchFleet is one of a repetition's identical fleets and the mover that
@@ -84,7 +93,10 @@ const fleetAttempts = 3
 // baseline first and rotates the others. The operator's Carry move, when it
 // runs, follows its Rebuild move in the rotation: with only those two, they
 // swap places every repetition, so that over two repetitions each moves
-// first once.
+// first once. The parity floor, when it runs, comes last in the rotation
+// (after the baseline), and rotates with the others even with
+// baselineFirst: it is the floor the operator is judged against, so it
+// must meet the clusters in every state the operator meets them.
 func moveOrder(rep int, m movers) []string {
 	var rotating []string
 	if m.clusterctl {
@@ -96,6 +108,9 @@ func moveOrder(rep int, m movers) []string {
 	}
 	if m.baseline && !m.baselineFirst {
 		rotating = append(rotating, toolBaseline)
+	}
+	if m.parity {
+		rotating = append(rotating, toolParity)
 	}
 	shift := (rep - 1) % len(rotating)
 	order := append(append([]string{}, rotating[shift:]...), rotating[:shift]...)
@@ -110,6 +125,8 @@ type movers struct {
 	clusterctl, baseline bool
 	// carry adds the operator's move with spec.status Carry.
 	carry bool
+	// parity adds the parity floor (toolParity).
+	parity bool
 	// baselineFirst moves the baseline's fleet before the others in every
 	// repetition, while the source still holds every fleet, instead of
 	// rotating it with them.

@@ -36,7 +36,7 @@ func describeMachine(ctx context.Context, root string, o options) machineInfo {
 		cpuModel:   procField("/proc/cpuinfo", "model name"),
 		memory:     procField("/proc/meminfo", "MemTotal"),
 		goVersion:  runtime.Version(),
-		settings:   fmt.Sprintf("operator and baseline: QPS %g, burst %d, %d requests in flight per cluster", o.qps, o.burst, o.concurrency),
+		settings:   fmt.Sprintf("operator and floors: QPS %g, burst %d, %d requests in flight per cluster", o.qps, o.burst, o.concurrency),
 		loadBefore: loadAverage(),
 	}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {

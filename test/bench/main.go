@@ -1,12 +1,17 @@
 // Command bench is `make bench`: it moves the same fleet of Cluster API
 // workload clusters between two local management clusters with
 // `clusterctl move` (its Go library) and with move-operator (a MoveOperation
-// handled by the real operator process), and moves a third copy with plain
-// parallel requests, the floor any mover can approach. It prints, for every
-// fleet size N, the wall time of the whole move and of its copy+delete part,
-// the objects moved, the API requests each API server served (by verb), the
-// CPU time of every process and the operator's peak RSS, each tool's median
-// over the repetitions, and the ratios operator/clusterctl pair by pair.
+// handled by the real operator process), and moves two more copies with
+// plain parallel requests: the baseline, the floor any mover can approach,
+// and the parity floor, the baseline plus the per-object writes a faithful
+// move must make (the managed-fields restore, the status where the move
+// carries it). It prints, for every fleet size N, the wall time of the
+// whole move and of its copy+delete part, the objects moved, the API
+// requests each API server served (by verb), the CPU time of every process,
+// the operator's peak RSS and how long each mover kept each cluster's
+// controllers from running, each tool's median over the repetitions, the
+// ratios operator/clusterctl and operator/floor pair by pair, and the
+// issue's targets checked against them.
 //
 //	go run ./test/bench -n 10,50,100 -reps 3 -out bench.md
 //
@@ -14,15 +19,15 @@
 // testenv: real etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and kwok processes, Cluster API installed as clusterctl
 // init leaves it, provider webhooks served by this process). For each
-// repetition it creates three identical fleets (package fleet) in three
+// repetition it creates four identical fleets (package fleet) in four
 // namespaces of the source, and moves one with each mover: clusterctl, the
-// operator and the baseline, the order rotating by one place per
-// repetition (see moveOrder in fleets.go). With -carry a fourth fleet is
-// moved by the operator with spec.status Carry, in the same rotation, and
-// the report states what carrying status costs against the operator's
-// default move of the same repetition. Each move is checked afterwards: the
-// target namespace holds every object the source namespace held, the
-// source namespace holds none.
+// operator, the baseline and the parity floor, the order rotating by one
+// place per repetition (see moveOrder in fleets.go). With -carry one more
+// fleet is moved by the operator with spec.status Carry, in the same
+// rotation, and the report states what carrying status costs against the
+// operator's default move of the same repetition. Each move is checked
+// afterwards: the target namespace holds every object the source namespace
+// held, the source namespace holds none.
 //
 // The operator runs as users install it (package installed): the manager
 // binary taken out of the host platform's image (hack/image builds it from
@@ -33,7 +38,7 @@
 // credential made as `manager target-access` makes it from
 // dist/target-access.yaml. The bench adds only what it measures with or
 // tunes (see operatorMover.prepare). It is started afresh for every move, so
-// its peak RSS belongs to that move alone. clusterctl and the baseline use
+// its peak RSS belongs to that move alone. clusterctl and both floors use
 // the clusters' admin kubeconfigs, as users run clusterctl.
 //
 // The program never touches anything outside bin/image and the directories
@@ -90,6 +95,9 @@ type options struct {
 	// skipBaseline leaves out the third fleet and its move, for quicker
 	// runs while comparing the two tools only.
 	skipBaseline bool
+	// skipParity leaves out the parity floor's fleet and move, which
+	// otherwise run whenever the baseline does.
+	skipParity bool
 	// skipClusterctl leaves out clusterctl's fleet and move, for quick
 	// measurements of the operator against its floor while changing it.
 	skipClusterctl bool
@@ -127,7 +135,10 @@ type options struct {
 
 // movers are the movers every repetition runs.
 func (o options) movers() movers {
-	return movers{clusterctl: !o.skipClusterctl, baseline: !o.skipBaseline, carry: o.carry, baselineFirst: o.baselineFirst}
+	return movers{
+		clusterctl: !o.skipClusterctl, baseline: !o.skipBaseline, carry: o.carry, baselineFirst: o.baselineFirst,
+		parity: !o.skipBaseline && !o.skipParity,
+	}
 }
 
 // repetitions is how many times fleets of n clusters are moved.
@@ -144,11 +155,12 @@ func parseOptions(args []string) (options, error) {
 	sizes := fs.String("n", "10,50,100", "comma-separated fleet sizes N (workload clusters, 3 control-plane and 3 worker Machines each)")
 	reps := fs.String("reps", "3,100=2", "repetitions per N (the report gives the median): a number for every N, then N=count for exceptions")
 	fs.StringVar(&o.out, "out", "", "write the report as Markdown to this file too")
-	fs.Float64Var(&o.qps, "qps", defaultQPS, "client QPS of the operator (--kube-api-qps) and of the baseline")
-	fs.IntVar(&o.burst, "burst", defaultBurst, "client burst of the operator (--kube-api-burst) and of the baseline")
-	fs.IntVar(&o.concurrency, "concurrency", defaultConcurrency, "requests in flight per cluster, operator (--move-concurrency) and baseline")
+	fs.Float64Var(&o.qps, "qps", defaultQPS, "client QPS of the operator (--kube-api-qps) and of the floors")
+	fs.IntVar(&o.burst, "burst", defaultBurst, "client burst of the operator (--kube-api-burst) and of the floors")
+	fs.IntVar(&o.concurrency, "concurrency", defaultConcurrency, "requests in flight per cluster, operator (--move-concurrency) and floors")
 	fs.DurationVar(&o.moveTimeout, "move-timeout", 0, "fail a move that takes longer (default: 45m, or 5s per workload cluster when that is longer)")
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
+	fs.BoolVar(&o.skipParity, "skip-parity", false, "do not run the parity floor (the baseline plus the per-object writes a faithful move makes); it runs whenever the baseline does otherwise")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
 	fs.BoolVar(&o.carry, "carry", false, "also move a fleet with the operator and spec.status Carry, in the same rotation, and report its cost against the default move (Rebuild) of the same repetition")
 	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")

@@ -59,6 +59,10 @@ type result struct {
 	statusBytes    int
 	phases         []phaseSpan
 	clientRequests map[string]requestCounts
+	// down is how long the move kept each cluster's controllers from
+	// running, by cluster ("source", "target"): the operator's and
+	// clusterctl's moves only (see downWindow).
+	down map[string]downWindow
 }
 
 // phaseSpan is how long the operator stayed in a phase.
@@ -92,6 +96,9 @@ func (r *result) line() string {
 				st.lists.total(), st.fetched.total(), st.largest(3))
 		}
 	}
+	if len(r.down) > 0 {
+		s += "\n             controllers down: " + describeDown(r.down)
+	}
 	if len(r.phases) > 0 {
 		var parts []string
 		for _, p := range r.phases {
@@ -110,6 +117,8 @@ func (b *bench) newMover(f benchFleet) mover {
 		return &operatorMover{b: b, f: f}
 	case toolOperatorCarry:
 		return &operatorMover{b: b, f: f, status: movev1alpha1.StatusCarry}
+	case toolParity:
+		return &baselineMover{b: b, f: f, parity: &parityWrites{carry: b.opts.carry, statusSubresource: b.clusters.statusSubresource}}
 	default:
 		return &baselineMover{b: b, f: f}
 	}
@@ -134,6 +143,13 @@ func (b *bench) measure(ctx context.Context, f benchFleet, r *result) (err error
 			err = errors.Join(err, finishErr)
 		}
 	}()
+	// The watches list before the counters are read and end after, so
+	// that their requests count in no move.
+	watch, err := b.watchControllers(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer watch.stop()
 	components := append(append([]component{}, c.components...), own...)
 	samplesBefore, err := c.sample(ctx)
 	if err != nil {
@@ -159,6 +175,7 @@ func (b *bench) measure(ctx context.Context, f benchFleet, r *result) (err error
 	if err != nil {
 		return err
 	}
+	r.down = watch.finish(ctx, windowGrace)
 	r.cpu = cpuAfter.sub(cpuBefore)
 	r.requests, r.webhooks = map[string]requestCounts{}, map[string]webhookUse{}
 	r.storage = map[string]storageReads{}

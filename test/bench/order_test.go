@@ -77,11 +77,53 @@ func TestEveryMoverHasANamespacePrefixOfTheSameLength(t *testing.T) {
 func TestTheMoversFilesNameThemWithoutSpacesOrCommas(t *testing.T) {
 	want := map[string]string{
 		toolClusterctl: "clusterctl", toolOperator: "operator", toolOperatorCarry: "operator-carry", toolBaseline: "baseline",
+		toolParity: "parity-floor",
 	}
 	for tool, tag := range want {
 		if got := fileTag(tool); got != tag {
 			t.Errorf("%q: file tag %q, want %q", tool, got, tag)
 		}
+	}
+}
+
+func TestTheParityFloorRotatesWithTheOthersAfterTheBaseline(t *testing.T) {
+	all := movers{clusterctl: true, baseline: true, parity: true}
+	want := [][]string{
+		{toolClusterctl, toolOperator, toolBaseline, toolParity},
+		{toolOperator, toolBaseline, toolParity, toolClusterctl},
+		{toolBaseline, toolParity, toolClusterctl, toolOperator},
+		{toolParity, toolClusterctl, toolOperator, toolBaseline},
+		{toolClusterctl, toolOperator, toolBaseline, toolParity},
+	}
+	for rep := 1; rep <= len(want); rep++ {
+		if got := moveOrder(rep, all); !slices.Equal(got, want[rep-1]) {
+			t.Errorf("repetition %d: order %v, want %v", rep, got, want[rep-1])
+		}
+	}
+}
+
+func TestTheParityFloorRunsWheneverTheBaselineDoesUnlessSkipped(t *testing.T) {
+	cases := []struct {
+		name string
+		opts options
+		rep  int
+		want []string
+	}{
+		{"the default run", options{}, 1, []string{toolClusterctl, toolOperator, toolBaseline, toolParity}},
+		{"-skip-parity", options{skipParity: true}, 1, []string{toolClusterctl, toolOperator, toolBaseline}},
+		{"-skip-baseline takes the parity floor too", options{skipBaseline: true}, 1, []string{toolClusterctl, toolOperator}},
+		{"-baseline-first keeps the baseline first and rotates the parity floor", options{baselineFirst: true}, 2,
+			[]string{toolBaseline, toolOperator, toolParity, toolClusterctl}},
+		{"-carry: the parity floor after the baseline", options{carry: true, skipClusterctl: true}, 1,
+			[]string{toolOperator, toolOperatorCarry, toolBaseline, toolParity}},
+		{"against the floors only", options{skipClusterctl: true}, 3, []string{toolParity, toolOperator, toolBaseline}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := moveOrder(c.rep, c.opts.movers()); !slices.Equal(got, c.want) {
+				t.Errorf("repetition %d: order %v, want %v", c.rep, got, c.want)
+			}
+		})
 	}
 }
 
@@ -107,8 +149,9 @@ func TestTheReportSaysHowManyMoversRotated(t *testing.T) {
 		opts options
 		want string
 	}{
-		{"the default run", options{}, "the order of the three movers rotating by one place per repetition"},
-		{"with -carry", options{carry: true}, "the order of the four movers rotating by one place per repetition"},
+		{"the default run", options{}, "the order of the four movers rotating by one place per repetition"},
+		{"with -carry", options{carry: true}, "the order of the five movers rotating by one place per repetition"},
+		{"without the parity floor", options{skipParity: true}, "the order of the three movers rotating by one place per repetition"},
 		{"the operator both ways alone", options{carry: true, skipClusterctl: true, skipBaseline: true}, "the order of the two movers rotating by one place per repetition"},
 		{"the operator alone", options{skipClusterctl: true, skipBaseline: true}, "one mover per repetition"},
 	}
