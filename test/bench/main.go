@@ -98,6 +98,10 @@ type options struct {
 	// skipParity leaves out the parity floor's fleet and move, which
 	// otherwise run whenever the baseline does.
 	skipParity bool
+	// parityOnly leaves out the plain baseline but keeps the parity
+	// floor: at large N, where each fleet takes minutes to create, the
+	// targets need only the floor that does the operator's work.
+	parityOnly bool
 	// skipClusterctl leaves out clusterctl's fleet and move, for quick
 	// measurements of the operator against its floor while changing it.
 	skipClusterctl bool
@@ -136,7 +140,7 @@ type options struct {
 // movers are the movers every repetition runs.
 func (o options) movers() movers {
 	return movers{
-		clusterctl: !o.skipClusterctl, baseline: !o.skipBaseline, carry: o.carry, baselineFirst: o.baselineFirst,
+		clusterctl: !o.skipClusterctl, baseline: !o.skipBaseline && !o.parityOnly, carry: o.carry, baselineFirst: o.baselineFirst,
 		parity: !o.skipBaseline && !o.skipParity,
 	}
 }
@@ -161,6 +165,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.moveTimeout, "move-timeout", 0, "fail a move that takes longer (default: 45m, or 5s per workload cluster when that is longer)")
 	fs.BoolVar(&o.skipBaseline, "skip-baseline", false, "do not run the raw-request baseline")
 	fs.BoolVar(&o.skipParity, "skip-parity", false, "do not run the parity floor (the baseline plus the per-object writes a faithful move makes); it runs whenever the baseline does otherwise")
+	fs.BoolVar(&o.parityOnly, "parity-only", false, "of the two floors run only the parity floor, not the plain baseline (for large N, where each fleet takes minutes to create)")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
 	fs.BoolVar(&o.carry, "carry", false, "also move a fleet with the operator and spec.status Carry, in the same rotation, and report its cost against the default move (Rebuild) of the same repetition")
 	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")

@@ -117,6 +117,9 @@ func TestTheParityFloorRunsWheneverTheBaselineDoesUnlessSkipped(t *testing.T) {
 		{"-carry: the parity floor after the baseline", options{carry: true, skipClusterctl: true}, 1,
 			[]string{toolOperator, toolOperatorCarry, toolBaseline, toolParity}},
 		{"against the floors only", options{skipClusterctl: true}, 3, []string{toolParity, toolOperator, toolBaseline}},
+		{"-parity-only leaves the baseline out", options{skipClusterctl: true, parityOnly: true}, 2, []string{toolParity, toolOperator}},
+		{"-parity-only with -skip-parity leaves the operator alone", options{skipClusterctl: true, parityOnly: true, skipParity: true}, 1,
+			[]string{toolOperator}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
