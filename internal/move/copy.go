@@ -292,8 +292,9 @@ type copied struct {
 	// owners are the source UIDs of the owners the copy references.
 	owners        map[types.UID]bool
 	managedFields []metav1.ManagedFieldsEntry
-	// status is what to write to the copy's status, UIDs still the
-	// source's, or nil (statusToCopy).
+	// status is what to write to the copy's status, or nil
+	// (statusToCopy): the copy's own map, its UIDs the source's until
+	// copyStatus rewrites them in place.
 	status map[string]any
 	// waitsFor is the last group holding a moved object the status names
 	// that was not copied yet, or -1: the copy is finished once that group

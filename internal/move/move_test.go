@@ -451,3 +451,48 @@ func TestMapGenerationsPointsWhatObservedTheSourcesGenerationAtTheCopysAndDropsO
 		t.Errorf("a status that observed an older generation (-want +got):\n%s", diff)
 	}
 }
+
+func TestToTargetUIDsRewritesWholeMovedUIDsInPlaceAndAgainAfterAPartialRewrite(t *testing.T) {
+	ctx := context.Background()
+	moveLabel := map[string]string{graph.MoveLabel: ""}
+	source := fake.NewClientBuilder().WithObjects(
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "a-uid", Labels: moveLabel}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid", Labels: moveLabel}},
+	).Build()
+	c := NewCopier(source, fake.NewClientBuilder().Build(), configMapPlan(t, ctx, source), "op", Options{})
+	c.recordUID("a-uid", "a-copy")
+
+	status := map[string]any{
+		"consumerRef": map[string]any{"uid": "a-uid", "name": "a"},
+		"named":       []any{"a-uid", "foreign-uid", "prefix/a-uid", map[string]any{"uid": "a-uid"}},
+		"count":       int64(3),
+	}
+	want := map[string]any{
+		"consumerRef": map[string]any{"uid": "a-copy", "name": "a"},
+		"named":       []any{"a-copy", "foreign-uid", "prefix/a-uid", map[string]any{"uid": "a-copy"}},
+		"count":       int64(3),
+	}
+	for _, attempt := range []string{"first", "retried"} {
+		if err := c.toTargetUIDs(ctx, status); err != nil {
+			t.Fatalf("%s rewrite: %v", attempt, err)
+		}
+		if diff := cmp.Diff(want, status); diff != "" {
+			t.Errorf("%s rewrite (-want +got):\n%s", attempt, diff)
+		}
+	}
+
+	// b has no copy yet: the rewrite fails and says why, having rewritten
+	// what it could; a retry once b is copied finishes it.
+	partial := map[string]any{"refs": []any{"a-uid", "b-uid"}}
+	err := c.toTargetUIDs(ctx, partial)
+	if err == nil || !strings.Contains(err.Error(), "not in the target yet") {
+		t.Fatalf("a status naming a moved object without a copy: %v, want an error saying it is not in the target yet", err)
+	}
+	c.recordUID("b-uid", "b-copy")
+	if err := c.toTargetUIDs(ctx, partial); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"refs": []any{"a-copy", "b-copy"}}, partial); diff != "" {
+		t.Errorf("after the retry (-want +got):\n%s", diff)
+	}
+}

@@ -179,11 +179,10 @@ func (c *Copier) finishWaiting(ctx context.Context, group int) error {
 // status subresource, naming the copy's UID, with every source UID of a
 // moved object in it replaced by its copy's.
 func (c *Copier) copyStatus(ctx context.Context, o *graph.Object, uid types.UID, status map[string]any) error {
-	rewritten, err := c.targetUIDsIn(ctx, status)
-	if err != nil {
+	if err := c.toTargetUIDs(ctx, status); err != nil {
 		return fmt.Errorf("copying the status of %s to the target: %w", o.ObjectRef, err)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": rewritten})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid}, "status": status})
 	if err != nil {
 		return err
 	}
@@ -199,44 +198,48 @@ func (c *Copier) copyStatus(ctx context.Context, o *graph.Object, uid types.UID,
 	return nil
 }
 
-// targetUIDsIn returns a copy of v in which every string that is the
-// source UID of a moved object is that object's UID in the target. A UID
-// inside a longer string (a provider ID that embeds one) is left as it is.
-func (c *Copier) targetUIDsIn(ctx context.Context, v any) (any, error) {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, item := range v {
-			mapped, err := c.targetUIDsIn(ctx, item)
+// toTargetUIDs replaces, in place, every string in a status that is the
+// source UID of a moved object with that object's UID in the target. A
+// UID inside a longer string (a provider ID that embeds one) is left as
+// it is. In place, because the status is already the copy's own
+// (statusToCopy deep-copies it); and a retry after a partial rewrite is
+// safe, because a target UID is never a moved object's source UID, so
+// what was rewritten stays as it is.
+func (c *Copier) toTargetUIDs(ctx context.Context, status map[string]any) error {
+	var rewrite func(v any) (any, error)
+	rewrite = func(v any) (any, error) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, item := range v {
+				mapped, err := rewrite(item)
+				if err != nil {
+					return nil, err
+				}
+				v[k] = mapped
+			}
+		case []any:
+			for i, item := range v {
+				mapped, err := rewrite(item)
+				if err != nil {
+					return nil, err
+				}
+				v[i] = mapped
+			}
+		case string:
+			named, moves := c.plan.Object(types.UID(v))
+			if !moves {
+				return v, nil
+			}
+			uid, err := c.targetUID(ctx, named)
 			if err != nil {
 				return nil, err
 			}
-			out[k] = mapped
+			return string(uid), nil
 		}
-		return out, nil
-	case []any:
-		out := make([]any, len(v))
-		for i, item := range v {
-			mapped, err := c.targetUIDsIn(ctx, item)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = mapped
-		}
-		return out, nil
-	case string:
-		named, moves := c.plan.Object(types.UID(v))
-		if !moves {
-			return v, nil
-		}
-		uid, err := c.targetUID(ctx, named)
-		if err != nil {
-			return nil, err
-		}
-		return string(uid), nil
-	default:
 		return v, nil
 	}
+	_, err := rewrite(status)
+	return err
 }
 
 // eachString calls f with every string in a JSON value.
