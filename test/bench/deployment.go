@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/move-operator/move-operator/test/installed"
 )
@@ -28,14 +27,12 @@ type goMemLimit struct {
 func (o options) operatorGoMemLimit(in *installed.Install) (goMemLimit, error) {
 	switch o.goMemLimit {
 	case "deployment":
-		env, err := in.Env()
+		value, err := in.EnvValue(goMemLimitEnvName)
 		if err != nil {
 			return goMemLimit{}, fmt.Errorf("reading the manager's env from %s: %w", installed.InstallPath, err)
 		}
-		for _, e := range env {
-			if value, ok := strings.CutPrefix(e, goMemLimitEnvName+"="); ok {
-				return goMemLimit{describe: value + " (the Deployment's)"}, nil
-			}
+		if value != "" {
+			return goMemLimit{describe: value + " (the Deployment's)"}, nil
 		}
 		// The Deployment sets none; say so rather than let the bench's own
 		// environment decide.

@@ -78,10 +78,20 @@ func (b *bench) prepareOperator() error {
 		return err
 	}
 	b.machine.settings += "; operator GOMEMLIMIT " + b.goMemLimit.describe
+	gogc, err := b.install.EnvValue("GOGC")
+	if err != nil {
+		return err
+	}
+	if gogc == "" {
+		gogc = "100 (Go's default: the Deployment sets none)"
+	} else {
+		gogc += " (the Deployment's)"
+	}
+	b.machine.settings += ", GOGC " + gogc
 	if b.opts.conversionWhileStopped {
 		b.machine.settings += "; conversion webhooks served while the providers are at zero (-conversion-while-stopped)"
 	}
-	say("operator GOMEMLIMIT: %s", b.goMemLimit.describe)
+	say("operator GOMEMLIMIT: %s, GOGC %s", b.goMemLimit.describe, gogc)
 	return nil
 }
 

@@ -84,6 +84,22 @@ func TestTheManagersEnvIsResolvedAsTheKubeletResolvesIt(t *testing.T) {
 	if !found {
 		t.Errorf("no GOMEMLIMIT in %q", env)
 	}
+	// A value the Deployment states is passed as it is, and EnvValue finds
+	// it where Env has it.
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			continue
+		}
+		if !slices.Contains(env, e.Name+"="+e.Value) {
+			t.Errorf("%s=%s is not in %q", e.Name, e.Value, env)
+		}
+		if got, err := in.EnvValue(e.Name); err != nil || got != e.Value {
+			t.Errorf("EnvValue(%s) = %q, %v; want %q", e.Name, got, err, e.Value)
+		}
+	}
+	if got, err := in.EnvValue("NOT_SET_BY_THE_DEPLOYMENT"); err != nil || got != "" {
+		t.Errorf("EnvValue of a variable the Deployment does not set = %q, %v; want \"\"", got, err)
+	}
 }
 
 func TestTheIdentityIsTheDeploymentsServiceAccountAndItsRBAC(t *testing.T) {

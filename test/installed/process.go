@@ -116,4 +116,19 @@ func (in *Install) Env() ([]string, error) {
 	return out, nil
 }
 
+// EnvValue is the value the Deployment gives the manager's variable name,
+// resolved as Env resolves it, or "" when it sets none.
+func (in *Install) EnvValue(name string) (string, error) {
+	env, err := in.Env()
+	if err != nil {
+		return "", err
+	}
+	for _, e := range env {
+		if value, ok := strings.CutPrefix(e, name+"="); ok {
+			return value, nil
+		}
+	}
+	return "", nil
+}
+
 func bytesOf(q resource.Quantity) int64 { return q.Value() }
