@@ -135,7 +135,7 @@ func main() {
 }
 
 // runTargetAccess runs `manager target-access` and returns its exit code:
-// 2 for a flag it cannot parse, 1 for any other error.
+// 2 for a command line it cannot parse, 1 for any other error.
 func runTargetAccess(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -144,10 +144,7 @@ func runTargetAccess(args []string) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, targetaccesscmd.ErrUsage):
-		if !errors.Is(err, targetaccesscmd.ErrUsage) { // the flag set printed the bare one
-			fmt.Fprintf(os.Stderr, "%s: %v\n", targetaccesscmd.Name, err)
-		}
-		return 2
+		return 2 // Run has said what is wrong, with the usage
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", targetaccesscmd.Name, err)
 	return 1

@@ -39,7 +39,8 @@ const Name = "target-access"
 const DefaultSecretName = "target-kubeconfig"
 
 // ErrUsage is returned for a command line that cannot be parsed (exit
-// code 2); the flag set has printed what is wrong, with the usage.
+// code 2); Run has printed what is wrong to stderr, with the usage, so the
+// caller prints nothing more.
 var ErrUsage = errors.New("invalid command line")
 
 // options are the subcommand's flags.
@@ -114,7 +115,13 @@ func Run(ctx context.Context, args []string, manifest []byte, stdout, stderr io.
 		return ErrUsage
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q: every setting is a flag (see manager %s --help)", ErrUsage, fs.Args(), Name)
+		// The flag set says what is wrong only for a flag it cannot parse;
+		// an argument it stops at is said here, the same way, or the
+		// command would exit 2 without a word.
+		err := fmt.Errorf("%w: unexpected arguments %q: every setting is a flag", ErrUsage, fs.Args())
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
+		return err
 	}
 	report := stdout
 	if o.print {

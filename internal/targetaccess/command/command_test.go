@@ -90,6 +90,48 @@ func TestRunRefusesBeforeReachingAnyCluster(t *testing.T) {
 	}
 }
 
+// A command line the command cannot parse exits 2 (ErrUsage), and what the
+// user sees is on stderr alone: what was wrong, then the usage. An
+// argument that is not a flag used to exit 2 without a word.
+func TestAUsageErrorSaysWhatWasWrongThenTheUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{{
+		name: "an argument that is not a flag is named",
+		args: []string{"extra-arg"},
+		want: `unexpected arguments ["extra-arg"]: every setting is a flag`,
+	}, {
+		name: "an argument after the flags is named",
+		args: []string{"--print", "extra-arg"},
+		want: `unexpected arguments ["extra-arg"]`,
+	}, {
+		name: "an unknown flag is named",
+		args: []string{"--bogus"},
+		want: "flag provided but not defined: -bogus",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := Run(context.Background(), tc.args, []byte(manifest), &stdout, &stderr)
+			if !errors.Is(err, ErrUsage) {
+				t.Fatalf("err = %v, want %v (exit code 2)", err, ErrUsage)
+			}
+			got := stderr.String()
+			what, usageAt := strings.Index(got, tc.want), strings.Index(got, "Usage: manager target-access [flags]")
+			if what < 0 || usageAt < what {
+				t.Errorf("stderr must say %q, then the usage; it holds:\n%s", tc.want, got)
+			}
+			if !strings.Contains(got, "--target-kubeconfig") {
+				t.Errorf("the usage on stderr lacks the flags:\n%s", got)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("wrote to stdout: %q", stdout.String())
+			}
+		})
+	}
+}
+
 func TestWarnings(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
