@@ -43,9 +43,10 @@ generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go markers, and the admission policies from internal/creator.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(GO) run ./hack/admissionpolicies config/admission
 
 .PHONY: docs
 docs: $(CRD_REF_DOCS) ## Generate the API reference (docs/api-reference.md) from the Go types.

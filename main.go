@@ -32,6 +32,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/controllers"
 	"github.com/move-operator/move-operator/internal/claim"
+	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
@@ -66,6 +67,7 @@ type options struct {
 	operatorDeployment      string
 	claimNamespace          string
 	pprofAddr               string
+	creatorPolicy           string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -102,6 +104,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Namespace of the Lease that lets one MoveOperation at a time move this cluster; defaults to the leader election namespace, else the namespace the manager runs in, else \"default\".")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address to serve Go's profiles on (/debug/pprof/), to see where a large move's memory goes; empty disables it. Unauthenticated: bind it to loopback.")
+	fs.StringVar(&o.creatorPolicy, "creator-policy", creator.PolicyName,
+		"ValidatingAdmissionPolicy that admits a MoveOperation only if its creator may do what it moves; a move starts only when it is installed as shipped, older than the MoveOperation, and bound with Deny (docs/access.md).")
 	fs.StringVar(&o.operatorDeployment, "operator-deployment", "",
 		"namespace/name of the operator's own Deployment, never scaled down even when it matches the controllers selector.")
 }
@@ -214,6 +218,8 @@ func run(opts options) error {
 		Claim: types.NamespacedName{Namespace: claimNamespace(opts), Name: claim.DefaultName},
 		Self:  self,
 		Move:  move.Options{Concurrency: opts.moveConcurrency},
+
+		CreatorPolicy: opts.creatorPolicy,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
 		return err
 	}

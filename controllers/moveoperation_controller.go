@@ -56,6 +56,10 @@ type MoveOperationReconciler struct {
 	Self types.NamespacedName
 	// Move tunes the engine's bulk operations (requests in flight).
 	Move move.Options
+	// CreatorPolicy names the ValidatingAdmissionPolicy that checks a
+	// MoveOperation's creator at admission, which a move requires
+	// (package creator). Default: the installer's.
+	CreatorPolicy string
 	// PollInterval is how often a wait (for pods, for block-move) looks again.
 	PollInterval time.Duration
 
@@ -66,12 +70,26 @@ type MoveOperationReconciler struct {
 	// runs caches, per MoveOperation UID, what is costly to rebuild on every
 	// reconcile (the plan, the copier). Losing it costs time, never safety.
 	runs sync.Map
+
+	// stalls counts the stalled moves in move_operator_moves_stalled and
+	// bounds how often their Warning events repeat (see recordStall).
+	stalls stalls
+
+	// clock tells the time written in the conditions and that the stall
+	// events are timed by: time.Now, unless a test sets another.
+	clock func() time.Time
 }
 
 // +kubebuilder:rbac:groups=move.cluster.x-k8s.io,resources=moveoperations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=move.cluster.x-k8s.io,resources=moveoperations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=move.cluster.x-k8s.io,resources=moveoperations/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//
+// A move is held to its creator's rights: the admission policy that checked
+// them is read, and the creator's rights asked with SubjectAccessReviews.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies,verbs=get
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicybindings,verbs=list
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //
 // Secrets and ConfigMaps of the moved hierarchies (the cluster Secrets, the
@@ -202,6 +220,7 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 	mo := &movev1alpha1.MoveOperation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mo); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.stalls.forget(req.NamespacedName) // a deleted move is stalled no more
 			return ctrl.Result{}, nil
 		}
 		err = fmt.Errorf("getting MoveOperation %s: %w", req.NamespacedName, err)
@@ -226,7 +245,8 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 
 	s := newScope(mo)
 	defer func() {
-		setConditions(s, time.Now())
+		now := r.now()
+		setConditions(s, now)
 		if retErr == nil {
 			mo.Status.ObservedGeneration = mo.Generation
 		}
@@ -242,6 +262,7 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 			return
 		}
 		r.recordTransitions(ctx, s)
+		r.recordStall(ctx, s, now)
 		if n := len(s.transitions); n > 0 && s.transitions[n-1].to.IsTerminal() {
 			// Only once the end is written: released earlier, the claim
 			// could go to another move while this one still restores. (A
@@ -265,6 +286,14 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 		return r.reconcileDelete(ctx, s)
 	}
 	return r.reconcilePhase(ctx, s)
+}
+
+// now is the time by the reconciler's clock.
+func (r *MoveOperationReconciler) now() time.Time {
+	if r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
 }
 
 func (r *MoveOperationReconciler) removeFinalizer(ctx context.Context, mo *movev1alpha1.MoveOperation) error {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/preflight"
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
@@ -37,6 +38,7 @@ const retryValidation = 10 * time.Second
 func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
 	e := &preflight.Env{
+		Object: mo, CreatorPolicy: r.creatorPolicy(),
 		Source: r.Source, Spec: mo.Spec, UID: mo.UID, Namespace: mo.Namespace, ClaimNamespace: r.Claim.Namespace,
 		Connect: func(ctx context.Context) (*remote.Target, error) {
 			return r.Targets.Get(ctx, mo.Namespace, mo.Spec.Target.KubeconfigSecretRef)
@@ -70,6 +72,16 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(e.Plan.Len())}
 	r.runFor(mo.UID).reset()
 	return done(), nil
+}
+
+// creatorPolicy is the admission policy that checks a MoveOperation's
+// creator: the installer's unless told otherwise. Never none: a move is
+// always held to its creator's rights.
+func (r *MoveOperationReconciler) creatorPolicy() string {
+	if r.CreatorPolicy != "" {
+		return r.CreatorPolicy
+	}
+	return creator.PolicyName
 }
 
 // verdict turns the checks' findings into the phase's outcome: the first

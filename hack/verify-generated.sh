@@ -7,7 +7,7 @@
 # sources they come from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-paths=(api config/crd/bases config/rbac docs dist/install.yaml dist/target-access.yaml)
+paths=(api config/crd/bases config/rbac config/admission docs dist/install.yaml dist/target-access.yaml)
 before="$(mktemp -d)"
 trap 'rm -rf "${before}"' EXIT
 for p in "${paths[@]}"; do

@@ -132,6 +132,21 @@ const (
 	// during the move) it rolls back before the point of no return, and
 	// waits for the rule after it.
 	ReasonAccessDenied = "AccessDenied"
+	// ReasonAdmissionPolicyMissing: the admission policy that checks a
+	// MoveOperation's creator (or its binding) is not installed, is not
+	// the one the operator ships, does not deny, or was installed after
+	// the MoveOperation was created: the creator's identity on the
+	// MoveOperation cannot be trusted, and the operator moves nothing.
+	ReasonAdmissionPolicyMissing = "AdmissionPolicyMissing"
+	// ReasonCreatorUnknown: the MoveOperation does not say who created it
+	// (the created-by annotations are missing).
+	ReasonCreatorUnknown = "CreatorUnknown"
+	// ReasonCreatorNotAllowed: the MoveOperation's creator may not, in the
+	// source, do something the move would do on their behalf (read or
+	// delete a moved object, read the target's Secret, scale a controller,
+	// suspend a GitOps manager); the message names the first missing right
+	// (verb, resource, namespace). Nothing of the move is read or written.
+	ReasonCreatorNotAllowed = "CreatorNotAllowed"
 	// ReasonGitOpsManaged: Flux or Argo CD manages objects to move and
 	// spec.gitOps is Refuse; the message names the managers.
 	ReasonGitOpsManaged = "GitOpsManaged"

@@ -62,6 +62,19 @@ const (
 	// move, telling the user what to resume.
 	OriginalGitOpsSyncAnnotation = "move.cluster.x-k8s.io/original-gitops-sync"
 
+	// CreatedByAnnotation and CreatedByGroupsAnnotation name who created a
+	// MoveOperation, as the API server authenticated the request: the
+	// username, and the groups joined by commas. The installer's
+	// MutatingAdmissionPolicy writes both on create (Kubernetes 1.36 and
+	// later); without it the creator writes them, and its
+	// ValidatingAdmissionPolicy admits a MoveOperation only when they are
+	// exactly the requester's and never lets them change. The operator
+	// asks the source, with SubjectAccessReviews for that user, whether the
+	// creator may do what the move does before it reads or writes anything
+	// the move is about (docs/access.md, "Who may move").
+	CreatedByAnnotation       = "move.cluster.x-k8s.io/created-by"
+	CreatedByGroupsAnnotation = "move.cluster.x-k8s.io/created-by-groups"
+
 	// MoveOperationFinalizer holds a MoveOperation until a deletion before the
 	// point of no return has rolled back, or a move after it has finished.
 	MoveOperationFinalizer = "move.cluster.x-k8s.io/moveoperation"

@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -29,6 +30,77 @@ const DefaultConcurrency = 8
 // any other authorizer, so its answer could not be trusted for a
 // cluster-scoped kind nor on a managed cluster.
 func Check(ctx context.Context, clients map[movev1alpha1.ClusterRole]client.Client, needs []Need, concurrency int) ([]Need, error) {
+	return checkEach(ctx, needs, concurrency, func(ctx context.Context, n Need) (bool, bool, error) {
+		c, ok := clients[n.Cluster]
+		if !ok || c == nil {
+			return false, false, nil
+		}
+		allowed, err := review(ctx, c, n)
+		if err != nil {
+			return false, true, fmt.Errorf("%s cluster: asking whether the operator may %s %s: %w",
+				strings.ToLower(string(n.Cluster)), n.Verb, groupResource(n.Group, n.Resource), err)
+		}
+		return allowed, true, nil
+	})
+}
+
+// User is someone other than the caller, as a SubjectAccessReview names
+// them: the creator of a MoveOperation.
+type User struct {
+	Name   string
+	Groups []string
+}
+
+// CheckAs asks the cluster c, with one SubjectAccessReview per need,
+// whether user may do it, and returns the needs refused, in the order of
+// Compact. The cluster of each need is not looked at: c is the cluster
+// asked. A namespaced need is first asked cluster-wide, once per verb and
+// resource; only when that is refused is each namespace asked, so that a
+// cluster administrator's check costs a few reviews however many
+// namespaces a plan spans.
+func CheckAs(ctx context.Context, c client.Client, user User, needs []Need, concurrency int) ([]Need, error) {
+	ask := func(ctx context.Context, n Need) (bool, bool, error) {
+		allowed, err := reviewAs(ctx, c, user, n)
+		if err != nil {
+			return false, true, fmt.Errorf("asking whether %q may %s %s: %w", user.Name, n.Verb, groupResource(n.Group, n.Resource), err)
+		}
+		return allowed, true, nil
+	}
+	wide := map[Need]bool{}
+	for _, n := range needs {
+		if n.Namespace != "" && n.Name == "" {
+			n.Namespace = ""
+			wide[n] = true
+		}
+	}
+	refusedWide, err := checkEach(ctx, keys(wide), concurrency, ask)
+	if err != nil {
+		return nil, err
+	}
+	var rest []Need
+	for _, n := range needs {
+		w := n
+		w.Namespace = ""
+		if n.Namespace != "" && n.Name == "" && !slices.Contains(refusedWide, w) {
+			continue // granted in every namespace
+		}
+		rest = append(rest, n)
+	}
+	return checkEach(ctx, rest, concurrency, ask)
+}
+
+func keys(m map[Need]bool) []Need {
+	out := make([]Need, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	return out
+}
+
+// checkEach asks ask about every need of Compact(needs), a few at a time,
+// and returns those refused; ask says whether it could ask at all (a
+// cluster without a client is not asked).
+func checkEach(ctx context.Context, needs []Need, concurrency int, ask func(context.Context, Need) (allowed, asked bool, err error)) ([]Need, error) {
 	if concurrency <= 0 {
 		concurrency = DefaultConcurrency
 	}
@@ -39,17 +111,12 @@ func Check(ctx context.Context, clients map[movev1alpha1.ClusterRole]client.Clie
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(concurrency)
 	for _, n := range Compact(needs) {
-		c, ok := clients[n.Cluster]
-		if !ok || c == nil {
-			continue
-		}
 		g.Go(func() error {
-			allowed, err := review(ctx, c, n)
+			allowed, asked, err := ask(ctx, n)
 			if err != nil {
-				return fmt.Errorf("%s cluster: asking whether the operator may %s %s: %w",
-					strings.ToLower(string(n.Cluster)), n.Verb, groupResource(n.Group, n.Resource), err)
+				return err
 			}
-			if !allowed {
+			if asked && !allowed {
 				mu.Lock()
 				missing = append(missing, n)
 				mu.Unlock()
@@ -63,12 +130,24 @@ func Check(ctx context.Context, clients map[movev1alpha1.ClusterRole]client.Clie
 	return Compact(missing), nil
 }
 
-func review(ctx context.Context, c client.Client, n Need) (bool, error) {
+func attributes(n Need) *authorizationv1.ResourceAttributes {
 	resource, subresource, _ := strings.Cut(n.Resource, "/")
-	r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: n.Namespace, Verb: n.Verb, Group: n.Group, Resource: resource, Subresource: subresource,
-		},
+	return &authorizationv1.ResourceAttributes{
+		Namespace: n.Namespace, Verb: n.Verb, Group: n.Group, Resource: resource, Subresource: subresource, Name: n.Name,
+	}
+}
+
+func review(ctx context.Context, c client.Client, n Need) (bool, error) {
+	r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attributes(n)}}
+	if err := c.Create(ctx, r); err != nil {
+		return false, err
+	}
+	return r.Status.Allowed, nil
+}
+
+func reviewAs(ctx context.Context, c client.Client, u User, n Need) (bool, error) {
+	r := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: u.Name, Groups: u.Groups, ResourceAttributes: attributes(n),
 	}}
 	if err := c.Create(ctx, r); err != nil {
 		return false, err

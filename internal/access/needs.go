@@ -21,11 +21,14 @@ type Need struct {
 	// Namespace is where the request is made; "" is cluster-wide (every
 	// namespace, or a cluster-scoped resource).
 	Namespace string
+	// Name, when set, is the one object the request is about (the target's
+	// kubeconfig Secret); "" is every object.
+	Name string
 }
 
 func compareNeeds(a, b Need) int {
 	return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource),
-		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(verbRank(a.Verb), verbRank(b.Verb)), cmp.Compare(a.Verb, b.Verb))
+		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(verbRank(a.Verb), verbRank(b.Verb)), cmp.Compare(a.Verb, b.Verb))
 }
 
 // verbOrder is the order in which verbs are named: reads first, as
@@ -255,6 +258,12 @@ func Operator() []Need {
 	for _, v := range []string{"create", "patch"} {
 		out = append(out, Need{Cluster: src, Verb: v, Group: "", Resource: "events"})
 	}
+	// A move is held to its creator's rights (package creator): the
+	// admission policy that checked them is read, and the rights are asked
+	// with SubjectAccessReviews (also used by the metrics endpoint below).
+	out = append(out,
+		Need{Cluster: src, Verb: "get", Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"},
+		Need{Cluster: src, Verb: "list", Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"})
 	// The metrics endpoint authenticates and authorizes its callers
 	// (controller-runtime's filters.WithAuthenticationAndAuthorization).
 	out = append(out,

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/access"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -45,6 +46,11 @@ type Warning struct {
 type Env struct {
 	// Source is the cluster the move reads, without a cache.
 	Source client.Client
+	// Object is the MoveOperation's metadata: who created it, and when.
+	Object metav1.Object
+	// CreatorPolicy names the ValidatingAdmissionPolicy that checked the
+	// creator at admission (package creator).
+	CreatorPolicy string
 	// Spec and UID are the MoveOperation's; Namespace is its namespace,
 	// where the target's kubeconfig Secret is.
 	Spec      movev1alpha1.MoveOperationSpec
@@ -81,6 +87,10 @@ type Env struct {
 	// move does: the checks after it that read the moved kinds do not
 	// run, so that their 403s are not reported twice.
 	accessDenied bool
+	// creator is who created the MoveOperation, once known; creatorRefused
+	// is set when the move may not act on their behalf: no later check runs.
+	creator        *access.User
+	creatorRefused bool
 }
 
 // find records a finding of the running check.
@@ -106,10 +116,13 @@ type Check struct {
 }
 
 // Checks are the checks a move passes before it writes anything, in the
-// order they run: the input first, then the target, then the operator's
+// order they run: the creator's rights first, the input then, then the target, then the operator's
 // access, then what moves.
 func Checks() []Check {
 	return []Check{
+		// Before anything the move is about is read: the creator's rights.
+		{"creator-policy", checkCreatorPolicy},
+		{"creator", checkCreator},
 		{"selectors", checkSelectors},
 		{"namespaces", checkNamespaces},
 		{"target", checkTarget},
@@ -119,6 +132,8 @@ func Checks() []Check {
 		{"providers", checkProviders},
 		{"managers", checkManagers},
 		{"plan", checkPlan},
+		// Before anything else reads what the plan found.
+		{"creator-plan", checkCreatorPlan},
 		{"target-secret", checkTargetSecretStays},
 		{"provisioned", checkProvisioned},
 		{"target-objects", checkTargetObjects},
@@ -132,6 +147,9 @@ func Checks() []Check {
 // run (see readsOnlyWhatAccessNeeds).
 func Run(ctx context.Context, e *Env, checks []Check) error {
 	for _, c := range checks {
+		if e.creatorRefused {
+			break
+		}
 		if e.accessDenied && !readsOnlyWhatAccessNeeds[c.Name] {
 			continue
 		}
@@ -148,7 +166,7 @@ func Run(ctx context.Context, e *Env, checks []Check) error {
 // check: they read the namespaces, the target's kube-system and the CRDs,
 // whose 403s are the reconciler's to report. Every later check lists or
 // reads what the access check found missing, or may.
-var readsOnlyWhatAccessNeeds = map[string]bool{"selectors": true, "namespaces": true, "target": true, "kinds": true, "access": true}
+var readsOnlyWhatAccessNeeds = map[string]bool{"creator-policy": true, "creator": true, "selectors": true, "namespaces": true, "target": true, "kinds": true, "access": true}
 
 func checkSelectors(_ context.Context, e *Env) error {
 	sel, err := selectorOf(e.Spec.ClusterSelector)

@@ -27,7 +27,7 @@ func TestAccessIsCheckedOnceTheKindsAreKnownAndBeforeAnythingListsThem(t *testin
 	// The checks before it read only the namespaces named, the target's
 	// kube-system and the CRDs; every later one reads the moved kinds, the
 	// providers or the Deployments, which the access check covers.
-	want := []string{"selectors", "namespaces", "target", "kinds"}
+	want := []string{"creator-policy", "creator", "selectors", "namespaces", "target", "kinds"}
 	if i < 0 || !slices.Equal(names[:i], want) {
 		t.Fatalf("checks %v: want %v, then access", names, want)
 	}

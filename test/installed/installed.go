@@ -84,13 +84,18 @@ func (in *Install) ServiceAccount() (namespace, name string) {
 }
 
 // identityKinds are the documents that make up the operator's identity and
-// rights: everything a test applies for it, and nothing that runs.
+// rights, and who may direct them (the admission policies that hold a
+// MoveOperation to its creator's rights): everything a test applies for
+// it, and nothing that runs.
 var identityKinds = map[string]bool{
 	"Namespace": true, "ServiceAccount": true,
 	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+	"MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true,
 }
 
-// IdentityObjects are the Namespace, ServiceAccount and RBAC documents.
+// IdentityObjects are the Namespace, ServiceAccount, RBAC and admission
+// policy documents.
 func (in *Install) IdentityObjects() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range in.Objects {

@@ -1,0 +1,253 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/creator"
+	"github.com/move-operator/move-operator/test/testenv"
+)
+
+// tenancy is the setup of these tests: a tenant's own namespace (where her
+// MoveOperations and the target's Secret live), a namespace of her fleet,
+// and another team's.
+type tenancy struct {
+	tenant, own, other string
+}
+
+func newTenancy(t *testing.T) tenancy {
+	t.Helper()
+	ensureInstalled(t)
+	return tenancy{
+		tenant: testenv.NewNamespace(t, env.Source, "tenant-a"),
+		own:    testenv.NewNamespace(t, env.Source, "team-a"),
+		other:  testenv.NewNamespace(t, env.Source, "team-b"),
+	}
+}
+
+// bind gives user a ClusterRole in one namespace, as an administrator does
+// with a RoleBinding.
+func bind(t *testing.T, user, clusterRole, namespace string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "test-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	NewWithT(t).Expect(admin(t).Create(context.Background(), rb)).To(Succeed())
+}
+
+// grantAll gives user every right in one namespace: her fleet's.
+func grantAll(t *testing.T, user, namespace string) {
+	t.Helper()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "everything-" + user},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	}
+	g := NewWithT(t)
+	g.Expect(admin(t).Create(context.Background(), role)).To(Succeed())
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "test-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	g.Expect(admin(t).Create(context.Background(), rb)).To(Succeed())
+}
+
+// mover is a user bound to the movers' role in the tenant's namespace,
+// with edit there (the target's Secret is hers) and every right in her
+// fleet's namespace only; RBAC is given a moment to see the bindings.
+func (tn tenancy) mover(t *testing.T, name string) client.Client {
+	t.Helper()
+	bind(t, name, "move-operator-mover", tn.tenant)
+	bind(t, name, "edit", tn.tenant)
+	grantAll(t, name, tn.own)
+	c := as(t, name)
+	NewWithT(t).Eventually(func() error {
+		return c.List(context.Background(), &movev1alpha1.MoveOperationList{}, client.InNamespace(tn.tenant))
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	return c
+}
+
+func (tn tenancy) moveOperation(namespaces ...string) *movev1alpha1.MoveOperation {
+	return &movev1alpha1.MoveOperation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.tenant, GenerateName: "move-"},
+		Spec: movev1alpha1.MoveOperationSpec{
+			Target:     movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: "target-kubeconfig"}},
+			Namespaces: namespaces,
+		},
+	}
+}
+
+func dryRun(c client.Client, mo *movev1alpha1.MoveOperation) error {
+	return c.Create(context.Background(), mo, client.DryRunAll)
+}
+
+// refusedFor expects the API server to refuse a create with a message
+// that holds every one of wants.
+func refusedFor(g Gomega, err error, wants ...string) {
+	g.Expect(err).To(HaveOccurred(), "the API server admitted it")
+	g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "refused as forbidden: %v", err)
+	for _, w := range wants {
+		g.Expect(err.Error()).To(ContainSubstring(w))
+	}
+}
+
+func TestANamespaceEditorMayNotCreateAMoveOperation(t *testing.T) {
+	tn := newTenancy(t)
+	bind(t, "alice", "edit", tn.tenant)
+	alice := as(t, "alice")
+	g := NewWithT(t)
+	g.Eventually(func() error {
+		return alice.List(context.Background(), &corev1.SecretList{}, client.InNamespace(tn.tenant))
+	}).WithTimeout(10*time.Second).Should(Succeed(), "alice edits her namespace")
+
+	err := alice.Create(context.Background(), tn.moveOperation(tn.tenant))
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "edit grants no MoveOperations: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(`cannot create resource "moveoperations"`), "refused by RBAC, before any policy")
+}
+
+func TestAMoverMayMoveOnlyNamespacesWhoseSecretsAndClustersAreHers(t *testing.T) {
+	tn := newTenancy(t)
+	bob := tn.mover(t, "bob")
+
+	t.Run("her own namespace is admitted, and the API server writes who she is", func(t *testing.T) {
+		g := NewWithT(t)
+		mo := tn.moveOperation(tn.own)
+		g.Expect(dryRun(bob, mo)).To(Succeed())
+		g.Expect(mo.Annotations).To(HaveKeyWithValue(movev1alpha1.CreatedByAnnotation, "bob"))
+		g.Expect(strings.Split(mo.Annotations[movev1alpha1.CreatedByGroupsAnnotation], ",")).To(ContainElement("system:authenticated"))
+	})
+	t.Run("another team's namespace is refused naming the first missing right", func(t *testing.T) {
+		refusedFor(NewWithT(t), dryRun(bob, tn.moveOperation(tn.own, tn.other)),
+			`bob may not get secrets in namespace `+tn.other, "spec.namespaces names")
+	})
+	t.Run("every namespace is refused: that needs the rights at the cluster scope", func(t *testing.T) {
+		refusedFor(NewWithT(t), dryRun(bob, tn.moveOperation()), "bob may not get secrets at the cluster scope")
+	})
+	t.Run("more namespaces than the policy asks about one by one need the rights everywhere", func(t *testing.T) {
+		many := []string{tn.own}
+		for i := range creator.NamespaceSlots {
+			many = append(many, tn.own+"-"+string(rune('a'+i)))
+		}
+		refusedFor(NewWithT(t), dryRun(bob, tn.moveOperation(many...)), "more than 6 namespaces")
+	})
+	t.Run("suspending GitOps managers needs the right to patch them wherever they are", func(t *testing.T) {
+		mo := tn.moveOperation(tn.own)
+		mo.Spec.GitOps = movev1alpha1.GitOpsSuspend
+		refusedFor(NewWithT(t), dryRun(bob, mo), "bob may not patch kustomizations.kustomize.toolkit.fluxcd.io")
+	})
+	t.Run("a target Secret the creator may not read is refused", func(t *testing.T) {
+		// carol may create MoveOperations in team-b and move team-a, but
+		// may not read team-b's Secrets.
+		bind(t, "carol", "move-operator-mover", tn.other)
+		grantAll(t, "carol", tn.own)
+		carol := as(t, "carol")
+		mo := tn.moveOperation(tn.own)
+		mo.Namespace = tn.other
+		NewWithT(t).Eventually(func() error { return dryRun(carol, mo) }).WithTimeout(10*time.Second).Should(
+			MatchError(ContainSubstring("carol may not get secret target-kubeconfig in namespace " + tn.other)))
+	})
+}
+
+func TestAControllerTheCreatorMayNotScaleIsRefused(t *testing.T) {
+	tn := newTenancy(t)
+	bob := tn.mover(t, "bob")
+	g := NewWithT(t)
+	mo := tn.moveOperation(tn.own)
+	mo.Spec.Controllers.Additional = []movev1alpha1.AdditionalController{{Namespace: "kube-system", Name: "coredns"}}
+	refusedFor(g, dryRun(bob, mo), "bob may not patch deployment kube-system/coredns in the source")
+
+	mo = tn.moveOperation(tn.own)
+	mo.Spec.Controllers.Additional = []movev1alpha1.AdditionalController{{Namespace: tn.own, Name: "her-manager"}}
+	g.Expect(dryRun(bob, mo)).To(Succeed(), "a Deployment of her own namespace is hers to scale")
+
+	mo = tn.moveOperation(tn.own)
+	mo.Spec.Controllers.Additional = []movev1alpha1.AdditionalController{{Cluster: movev1alpha1.ControllerInTarget, Namespace: "kube-system", Name: "coredns"}}
+	g.Expect(dryRun(bob, mo)).To(Succeed(), "the target's Deployments are scaled with the target's credential, which the Secret she may read holds")
+}
+
+func TestTheCreatorCannotBeForgedNorChanged(t *testing.T) {
+	tn := newTenancy(t)
+	bob := tn.mover(t, "bob")
+	g := NewWithT(t)
+	ctx := context.Background()
+
+	mo := tn.moveOperation(tn.own)
+	mo.Annotations = map[string]string{movev1alpha1.CreatedByAnnotation: "kubernetes-admin", movev1alpha1.CreatedByGroupsAnnotation: "system:masters"}
+	g.Expect(bob.Create(ctx, mo)).To(Succeed())
+	t.Cleanup(func() { _ = admin(t).Delete(context.Background(), mo) })
+	g.Expect(mo.Annotations).To(HaveKeyWithValue(movev1alpha1.CreatedByAnnotation, "bob"), "the API server writes who made the request over what it said")
+	g.Expect(mo.Annotations[movev1alpha1.CreatedByGroupsAnnotation]).NotTo(ContainSubstring("system:masters"))
+
+	patch := client.MergeFrom(mo.DeepCopy())
+	mo.Annotations[movev1alpha1.CreatedByAnnotation] = "kubernetes-admin"
+	_ = bob.Patch(ctx, mo, patch)
+	got := &movev1alpha1.MoveOperation{}
+	g.Expect(admin(t).Get(ctx, client.ObjectKeyFromObject(mo), got)).To(Succeed())
+	g.Expect(got.Annotations).To(HaveKeyWithValue(movev1alpha1.CreatedByAnnotation, "bob"), "the creator does not change after creation")
+}
+
+// On Kubernetes 1.30 to 1.35 there is no MutatingAdmissionPolicy: the
+// creator writes the annotations, and the validating policy admits only
+// the truth, telling them what to write.
+func TestWithoutTheMutatingPolicyTheCreatorWritesWhoTheyAreAndOnlyThat(t *testing.T) {
+	tn := newTenancy(t)
+	bob := tn.mover(t, "bob")
+	g := NewWithT(t)
+	ctx := context.Background()
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	key := client.ObjectKey{Name: creator.InstallerPrefix + creator.MutatingPolicyBaseName}
+	g.Expect(admin(t).Get(ctx, key, binding)).To(Succeed())
+	g.Expect(admin(t).Delete(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		binding.ResourceVersion = ""
+		if err := admin(t).Create(context.Background(), binding); err != nil {
+			t.Errorf("putting the mutating policy's binding back: %v", err)
+		}
+	})
+
+	g.Eventually(func() error { return dryRun(bob, tn.moveOperation(tn.own)) }).WithTimeout(20*time.Second).Should(
+		MatchError(ContainSubstring(`set the annotation move.cluster.x-k8s.io/created-by to "bob"`)), "the message says what to write")
+
+	forged := tn.moveOperation(tn.own)
+	forged.Annotations = map[string]string{movev1alpha1.CreatedByAnnotation: "kubernetes-admin", movev1alpha1.CreatedByGroupsAnnotation: "system:masters,system:authenticated"}
+	refusedFor(g, dryRun(bob, forged), "created-by")
+
+	honest := tn.moveOperation(tn.own)
+	honest.Annotations = map[string]string{movev1alpha1.CreatedByAnnotation: "bob", movev1alpha1.CreatedByGroupsAnnotation: "system:authenticated"}
+	g.Expect(dryRun(bob, honest)).To(Succeed())
+}
+
+// CEL allows each expression two authorization checks and each request
+// about 28: the most a MoveOperation can make the policy ask must fit,
+// or a cluster administrator's largest move would be refused for cost.
+func TestTheLargestSpecAnAdministratorWritesFitsTheAuthorizationBudget(t *testing.T) {
+	tn := newTenancy(t)
+	mo := tn.moveOperation()
+	for i := range creator.NamespaceSlots {
+		mo.Spec.Namespaces = append(mo.Spec.Namespaces, tn.own+"-"+string(rune('a'+i)))
+	}
+	for i := range creator.ControllerSlots {
+		mo.Spec.Controllers.Additional = append(mo.Spec.Controllers.Additional,
+			movev1alpha1.AdditionalController{Namespace: tn.own, Name: "manager-" + string(rune('a'+i))})
+	}
+	mo.Spec.GitOps = movev1alpha1.GitOpsSuspend
+	g := NewWithT(t)
+	g.Expect(dryRun(admin(t), mo)).To(Succeed(), "every check runs and passes within the budget")
+
+	mo.Spec.Namespaces = append(mo.Spec.Namespaces, tn.other)
+	mo.Spec.Controllers.Additional = append(mo.Spec.Controllers.Additional, movev1alpha1.AdditionalController{Namespace: tn.other, Name: "manager"})
+	g.Expect(dryRun(admin(t), mo)).To(Succeed(), "past the slots the checks are cluster-wide, which an administrator passes")
+}

@@ -1,0 +1,150 @@
+package creator
+
+import (
+	"fmt"
+	"strings"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/access"
+	"github.com/move-operator/move-operator/internal/graph"
+)
+
+// right is one thing a move does on its creator's behalf, as a
+// SubjectAccessReview asks it, and why the creator must be allowed it.
+type right struct {
+	verb, group, resource string
+	why                   string
+}
+
+func (r right) need(namespace, name string) access.Need {
+	return access.Need{Cluster: movev1alpha1.ClusterSource, Verb: r.verb, Group: r.group, Resource: r.resource, Namespace: namespace, Name: name}
+}
+
+// What a MoveOperation's spec directs the operator to do in the source,
+// each stood for by the rights below. The admission policy asks these of
+// the requesting user; the operator asks them again, and the plan's own.
+var (
+	// perNamespace: each namespace of spec.namespaces (every namespace
+	// when it is empty) is read, its Secrets sent to a cluster the creator
+	// chooses, and its Cluster API objects deleted from the source.
+	perNamespace = []right{
+		{verb: "get", group: "", resource: "secrets", why: "the move sends the namespace's Secrets (kubeconfigs, CA and etcd keys, cloud credentials) to the target"},
+		{verb: "delete", group: "cluster.x-k8s.io", resource: "clusters", why: "the move takes the namespace's Clusters away from the source"},
+	}
+	// targetSecret: the operator reads the kubeconfig the MoveOperation
+	// names, in the MoveOperation's namespace.
+	targetSecret = right{verb: "get", group: "", resource: "secrets", why: "the operator reads the target's kubeconfig from it"}
+	// scaleController: each Deployment of spec.controllers.additional the
+	// move stops in the source is scaled with a patch.
+	scaleController = right{verb: "patch", group: "apps", resource: "deployments", why: "spec.controllers.additional has the move scale it to zero"}
+	// suspendGitOps: with spec.gitOps Suspend, the GitOps managers of the
+	// moved objects are patched wherever they are.
+	suspendGitOps = []right{
+		{verb: "patch", group: "kustomize.toolkit.fluxcd.io", resource: "kustomizations", why: "spec.gitOps Suspend has the move suspend the Flux Kustomizations that manage moved objects"},
+		{verb: "patch", group: "helm.toolkit.fluxcd.io", resource: "helmreleases", why: "spec.gitOps Suspend has the move suspend the Flux HelmReleases that manage moved objects"},
+		{verb: "patch", group: "argoproj.io", resource: "applications", why: "spec.gitOps Suspend has the move stop the automated sync of the Argo CD Applications that manage moved objects"},
+	}
+)
+
+// SpecNeeds are the rights a MoveOperation's spec needs of its creator in
+// the source: the questions of the admission policy, without its limits on
+// how many namespaces and controllers it asks about one by one.
+func SpecNeeds(spec movev1alpha1.MoveOperationSpec, namespace string) []access.Need {
+	var out []access.Need
+	namespaces := spec.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""} // every namespace
+	}
+	for _, ns := range namespaces {
+		for _, r := range perNamespace {
+			out = append(out, r.need(ns, ""))
+		}
+	}
+	out = append(out, targetSecret.need(namespace, spec.Target.KubeconfigSecretRef.Name))
+	for _, c := range spec.Controllers.Additional {
+		if c.Cluster.In(movev1alpha1.ClusterSource) {
+			out = append(out, scaleController.need(c.Namespace, c.Name))
+		}
+	}
+	if spec.GitOps == movev1alpha1.GitOpsSuspend {
+		for _, r := range suspendGitOps {
+			out = append(out, r.need("", ""))
+		}
+	}
+	return out
+}
+
+// PlanNeeds are the rights the plan (of the source's types) needs of the creator in the source:
+// reading every object that moves (it leaves for the target), and
+// deleting every object the move deletes from the source. The plan
+// reaches beyond spec.namespaces (a cluster-scoped identity's credentials
+// Secret, a ClusterClass of another namespace): the creator must be
+// allowed there too.
+func PlanNeeds(plan *graph.Plan, types *graph.Types) ([]access.Need, error) {
+	var out []access.Need
+	for _, o := range plan.Objects() {
+		t, ok := types.Lookup(o.GroupKind())
+		if !ok {
+			return nil, fmt.Errorf("planned object %s has a kind the plan does not know", o)
+		}
+		get := right{verb: "get", group: t.GVK.Group, resource: t.Resource}
+		out = append(out, get.need(o.Namespace, ""))
+		if o.Delete {
+			del := right{verb: "delete", group: t.GVK.Group, resource: t.Resource}
+			out = append(out, del.need(o.Namespace, ""))
+		}
+	}
+	return access.Compact(out), nil
+}
+
+// Refusal says what the creator may not do and what it is for: the first
+// of missing, in the order of access.Compact, and how many more there are.
+func Refusal(user access.User, missing []access.Need) string {
+	if len(missing) == 0 {
+		return ""
+	}
+	n := missing[0]
+	where := "at the cluster scope (every namespace)"
+	if n.Namespace != "" {
+		where = "in namespace " + n.Namespace
+	}
+	what := groupResource(n.Group, n.Resource)
+	if n.Name != "" {
+		what += " " + n.Name
+	}
+	msg := fmt.Sprintf("the MoveOperation's creator %q may not %s %s %s in the source", user.Name, n.Verb, what, where)
+	if why := whyOf(n); why != "" {
+		msg += ", and " + why
+	}
+	if more := len(missing) - 1; more > 0 {
+		msg += fmt.Sprintf(" (and %d more rights are missing)", more)
+	}
+	return msg + "; the move reads and writes nothing on their behalf: grant them that right, or have someone who holds it create the MoveOperation"
+}
+
+// whyOf says what a move does with a right, when it is one of the spec's.
+func whyOf(n access.Need) string {
+	all := append(append(append([]right{}, perNamespace...), targetSecret, scaleController), suspendGitOps...)
+	for _, r := range all {
+		if r.verb == n.Verb && r.group == n.Group && r.resource == n.Resource {
+			if r == targetSecret && n.Name == "" {
+				continue
+			}
+			return r.why
+		}
+	}
+	switch n.Verb {
+	case "get":
+		return "the move sends that object to the target"
+	case "delete":
+		return "the move deletes that object from the source"
+	}
+	return ""
+}
+
+func groupResource(group, resource string) string {
+	if group == "" {
+		return resource
+	}
+	return strings.Join([]string{resource, group}, ".")
+}
