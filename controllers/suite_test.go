@@ -344,7 +344,7 @@ func (op *operator) intercept(c client.Client, cluster string, opts operatorOpti
 // (who the operator is, whether it may do a thing) and stores nothing.
 func asksOnly(obj client.Object) bool {
 	switch obj.(type) {
-	case *authenticationv1.SelfSubjectReview, *authorizationv1.SelfSubjectAccessReview:
+	case *authenticationv1.SelfSubjectReview, *authorizationv1.SelfSubjectAccessReview, *authorizationv1.SubjectAccessReview:
 		return true
 	}
 	return false

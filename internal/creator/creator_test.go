@@ -94,14 +94,19 @@ func TestThePlanNeedsEveryMovedObjectReadAndEveryDeletedOneDeleted(t *testing.T)
 }
 
 func TestARefusalNamesTheFirstMissingRightAndWhatItIsFor(t *testing.T) {
-	msg := creator.Refusal(access.User{Name: "bob"}, []access.Need{
+	missing := []access.Need{
 		{Verb: "get", Resource: "secrets", Namespace: "capl-system"},
 		{Verb: "delete", Group: "cluster.x-k8s.io", Resource: "clusters", Namespace: "team-b"},
-	})
-	for _, w := range []string{`"bob" may not get secrets in namespace capl-system`, "to the target", "1 more"} {
+	}
+	msg := creator.Refusal(access.User{Name: "bob"}, missing, false)
+	for _, w := range []string{`"bob" may not get secrets in namespace capl-system`, "sends the namespace's Secrets", "1 more"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("%q lacks %q", msg, w)
 		}
+	}
+	msg = creator.Refusal(access.User{Name: "bob"}, missing, true)
+	if !strings.Contains(msg, "the plan reaches them") {
+		t.Errorf("a right the plan needs says so: %q", msg)
 	}
 }
 

@@ -99,7 +99,9 @@ func PlanNeeds(plan *graph.Plan, types *graph.Types) ([]access.Need, error) {
 
 // Refusal says what the creator may not do and what it is for: the first
 // of missing, in the order of access.Compact, and how many more there are.
-func Refusal(user access.User, missing []access.Need) string {
+// planned is set for the plan's needs (PlanNeeds), whose objects the spec
+// may not name.
+func Refusal(user access.User, missing []access.Need, planned bool) string {
 	if len(missing) == 0 {
 		return ""
 	}
@@ -113,7 +115,11 @@ func Refusal(user access.User, missing []access.Need) string {
 		what += " " + n.Name
 	}
 	msg := fmt.Sprintf("the MoveOperation's creator %q may not %s %s %s in the source", user.Name, n.Verb, what, where)
-	if why := whyOf(n); why != "" {
+	why := whyOf(n)
+	if planned {
+		why = plannedWhy(n)
+	}
+	if why != "" {
 		msg += ", and " + why
 	}
 	if more := len(missing) - 1; more > 0 {
@@ -133,13 +139,17 @@ func whyOf(n access.Need) string {
 			return r.why
 		}
 	}
-	switch n.Verb {
-	case "get":
-		return "the move sends that object to the target"
-	case "delete":
-		return "the move deletes that object from the source"
-	}
 	return ""
+}
+
+// plannedWhy says why the plan needs a right: the graph reached an object
+// there (an owner, a credential of a moved identity), wherever the spec
+// pointed.
+func plannedWhy(n access.Need) string {
+	if n.Verb == "delete" {
+		return "the move would delete objects of that kind there from the source"
+	}
+	return "the move would send objects of that kind from there to the target (the plan reaches them from what the spec names: owners, credentials of a moved identity)"
 }
 
 func groupResource(group, resource string) string {

@@ -43,7 +43,7 @@ func checkCreator(ctx context.Context, e *Env) error {
 		return nil
 	}
 	e.creator = &user
-	return e.askForCreator(ctx, creator.SpecNeeds(e.Spec, e.Namespace))
+	return e.askForCreator(ctx, creator.SpecNeeds(e.Spec, e.Namespace), false)
 }
 
 // checkCreatorPlan asks, for the creator, what the plan needs: every
@@ -57,16 +57,16 @@ func checkCreatorPlan(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	return e.askForCreator(ctx, needs)
+	return e.askForCreator(ctx, needs, true)
 }
 
-func (e *Env) askForCreator(ctx context.Context, needs []access.Need) error {
+func (e *Env) askForCreator(ctx context.Context, needs []access.Need, planned bool) error {
 	missing, err := access.CheckAs(ctx, e.Source, *e.creator, needs, access.DefaultConcurrency)
 	if err != nil {
 		return fmt.Errorf("checking the rights of the MoveOperation's creator: %w", err)
 	}
 	if len(missing) > 0 {
-		e.refuseCreator(movev1alpha1.ReasonCreatorNotAllowed, creator.Refusal(*e.creator, missing))
+		e.refuseCreator(movev1alpha1.ReasonCreatorNotAllowed, creator.Refusal(*e.creator, missing, planned))
 	}
 	return nil
 }
