@@ -25,33 +25,13 @@ var copyingPhase = phaseSpec{
 	onFailure:       movev1alpha1.PhaseRollingBack,
 	onDelete:        deletionRollsBack,
 	controllersDown: downInBoth,
-}
-
-// reconcileCopying creates the objects in the target, one creation group per
-// reconcile so that progress is written after each group. The plan is
-// recorded before the first copy (see recordPlan): a restarted operator
-// copies exactly that set again. After the last group the source is read
-// once more, and a moved set that changed meanwhile (an object created or
-// deleted in a moved hierarchy by a writer the move does not stop) fails
-// the move, before its point of no return.
-//
-// An error that persists (a group cannot be copied, the record of the plan
-// cannot be written, the source cannot be read again) rolls the move back
-// once Copying has made no progress for spec.timeouts.copy: before the
-// point of no return no retry may go on for ever with the providers
-// stopped. An operator that keeps restarting while it copies reports no
-// error; see startCopyRun.
-func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (outcome, error) {
-	o, err := r.copying(ctx, s)
-	if err == nil {
-		return o, nil
-	}
-	timeout := s.mo.Spec.Timeouts.CopyTimeout()
-	if since := lastCopyProgress(s, r.runFor(s.mo.UID)); time.Since(since) > timeout {
-		return failWith(movev1alpha1.ReasonCopyTimeout, fmt.Sprintf(
-			"Copying made no progress for %s (spec.timeouts.copy); the move is rolled back: %v", timeout, err)), nil
-	}
-	return outcome{}, err
+	// Counted from the last progress: a large move copies for longer than
+	// the bound, but never makes no progress for that long.
+	errorBound: &errorBound{
+		timeouts: "spec.timeouts.copy", reason: movev1alpha1.ReasonCopyTimeout, stuck: "made no progress for",
+		bound: func(spec movev1alpha1.MoveOperationSpec) time.Duration { return spec.Timeouts.CopyTimeout() },
+		since: func(r *MoveOperationReconciler, s *scope) time.Time { return lastCopyProgress(s, r.runFor(s.mo.UID)) },
+	},
 }
 
 // lastCopyProgress is when Copying last made progress: when it began, when
@@ -115,7 +95,20 @@ func (r *MoveOperationReconciler) startCopyRun(s *scope, run *run) outcome {
 	return progressed()
 }
 
-func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcome, error) {
+// reconcileCopying creates the objects in the target, one creation group per
+// reconcile so that progress is written after each group. The plan is
+// recorded before the first copy (see recordPlan): a restarted operator
+// copies exactly that set again. After the last group the source is read
+// once more, and a moved set that changed meanwhile (an object created or
+// deleted in a moved hierarchy by a writer the move does not stop) fails
+// the move, before its point of no return.
+//
+// An error that persists (a group cannot be copied, the record of the plan
+// cannot be written, the source cannot be read again) rolls the move back
+// once Copying has made no progress for spec.timeouts.copy (the row's
+// errorBound). An operator that keeps restarting while it copies reports no
+// error; see startCopyRun.
+func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
 	run := r.runFor(mo.UID)
 	if run.copyStarted.IsZero() {

@@ -18,28 +18,21 @@ var scalingDownPhase = phaseSpec{
 	onFailure:       movev1alpha1.PhaseRollingBack,
 	onDelete:        deletionRollsBack,
 	controllersDown: downInBoth,
+	// The wait for block-move and the one for the pods to go, together.
+	errorBound: &errorBound{
+		timeouts: "spec.timeouts.blockMove + spec.timeouts.scaleDown", reason: movev1alpha1.ReasonScaleDownTimeout, stuck: "still failed after",
+		bound: func(spec movev1alpha1.MoveOperationSpec) time.Duration {
+			return spec.Timeouts.BlockMoveTimeout() + spec.Timeouts.ScaleDownTimeout()
+		},
+		since: sincePhaseStarted,
+	},
 }
 
 // reconcileScalingDown installs the webhook bypass, pauses what moves, waits
 // for block-move to clear and stops every controller in both
 // clusters. Each step is idempotent; the phase repeats them until the last
-// controller pod is gone. An error that persists past both of the phase's
-// timeouts (block-move and scale-down) rolls the move back: before the point
-// of no return no retry may go on for ever with the providers stopped.
+// controller pod is gone.
 func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *scope) (outcome, error) {
-	o, err := r.scaleDown(ctx, s)
-	if err == nil {
-		return o, nil
-	}
-	bound := s.mo.Spec.Timeouts.BlockMoveTimeout() + s.mo.Spec.Timeouts.ScaleDownTimeout()
-	if time.Since(s.phaseStarted()) > bound {
-		return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf(
-			"ScalingDown still failed after %s (spec.timeouts.blockMove + spec.timeouts.scaleDown); the move is rolled back: %v", bound, err)), nil
-	}
-	return outcome{}, err
-}
-
-func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
 	target, o, err := r.target(ctx, s)
 	if err != nil || !o.isDone() {
