@@ -137,67 +137,85 @@ func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope
 	// are in the target, and stay counted.
 	setCopyProgress(progress, plan, max(run.nextCopy, run.copiedBefore))
 	if run.nextCopy < len(plan.Groups) {
-		if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
-			var conflict *move.ConflictError
-			if errors.As(err, &conflict) {
-				return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
-			}
-			// An object deleted from the source since the plan was
-			// recorded does not come back: waiting for the copy timeout
-			// would only keep every provider stopped longer.
-			var vanished *move.VanishedError
-			if errors.As(err, &vanished) {
-				return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
-			}
-			deadline := lastCopyProgress(s, run).Add(mo.Spec.Timeouts.CopyTimeout())
-			if apierrors.IsUnauthorized(err) {
-				return r.copyUnauthorized(ctx, s, target, deadline, err)
-			}
-			return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
-				run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
-		}
-		run.nextCopy++
-		run.lastCopied = time.Now()
-		if run.nextCopy > run.copiedBefore {
-			run.copiedBefore = run.nextCopy
-			progress.LastProgressTime = ptrTime(run.lastCopied)
-			progress.CopyStarts = 1
-		}
-		setCopyProgress(progress, plan, run.copiedBefore)
-		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
-		return progressed(), nil
+		return r.copyNextGroup(ctx, s, target, run, progress)
 	}
 	if !run.verified {
-		// The copier's maps (every copied object's target UID) are not
-		// needed once the last group is copied: free them before the
-		// source is read whole again, which is the move's memory peak.
-		run.copier = nil
-		changed, err := r.movedSetChanged(ctx, mo, plan)
-		if err != nil {
-			return outcome{}, err
+		if o, err := r.verifyBeforeDeleting(ctx, s, run); err != nil || o.kind != 0 {
+			return o, err
 		}
-		if changed != "" {
-			return failWith(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation"), nil
-		}
-		// Past the point of no return a deletion the source refuses is
-		// retried for ever, every provider stopped: ask first. A rehearsal
-		// that fails reads the whole source again on its retry, on purpose:
-		// the check of the moved set must stay the last read before
-		// Deleting, or an object created meanwhile in a moved hierarchy
-		// would be left behind, its owners deleted.
-		refusals, err := move.RehearseDeletion(ctx, r.Source, plan, r.Move)
-		if err != nil {
-			return outcome{}, err
-		}
-		if len(refusals) > 0 {
-			return failWith(movev1alpha1.ReasonDeletionRefused, fmt.Sprintf(
-				"the source refuses to let the move delete %d of the objects it moves (asked with dry-run requests before anything is deleted): %s; the move is rolled back: let the operator's identity delete them during the move (a policy or webhook that protects them from deletion), or leave them out of the move",
-				len(refusals), move.JoinRefusals(refusals))), nil
-		}
-		run.verified = true
 	}
 	// The last chance to roll back: nothing deletes with a provider running.
 	return r.checkStillStopped(ctx, s, target)
+}
+
+// copyNextGroup copies the plan's next group and counts it: one group per
+// reconcile, so that progress is written after each.
+func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope, target *remote.Target, run *run, progress *movev1alpha1.MoveProgress) (outcome, error) {
+	mo, plan := s.mo, run.copyPlan
+	if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
+		var conflict *move.ConflictError
+		if errors.As(err, &conflict) {
+			return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
+		}
+		// An object deleted from the source since the plan was
+		// recorded does not come back: waiting for the copy timeout
+		// would only keep every provider stopped longer.
+		var vanished *move.VanishedError
+		if errors.As(err, &vanished) {
+			return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
+		}
+		deadline := lastCopyProgress(s, run).Add(mo.Spec.Timeouts.CopyTimeout())
+		if apierrors.IsUnauthorized(err) {
+			return r.copyUnauthorized(ctx, s, target, deadline, err)
+		}
+		return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
+			run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
+	}
+	run.nextCopy++
+	run.lastCopied = time.Now()
+	if run.nextCopy > run.copiedBefore {
+		run.copiedBefore = run.nextCopy
+		progress.LastProgressTime = ptrTime(run.lastCopied)
+		progress.CopyStarts = 1
+	}
+	setCopyProgress(progress, plan, run.copiedBefore)
+	objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
+	return progressed(), nil
+}
+
+// verifyBeforeDeleting runs once the last group is copied, before the
+// point of no return: the moved set must not have changed, and the source
+// must accept the deletions. A zero outcome lets Copying go on.
+func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *scope, run *run) (outcome, error) {
+	mo, plan := s.mo, run.copyPlan
+	// The copier's maps (every copied object's target UID) are not
+	// needed once the last group is copied: free them before the
+	// source is read whole again, which is the move's memory peak.
+	run.copier = nil
+	changed, err := r.movedSetChanged(ctx, mo, plan)
+	if err != nil {
+		return outcome{}, err
+	}
+	if changed != "" {
+		return failWith(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation"), nil
+	}
+	// Past the point of no return a deletion the source refuses is
+	// retried for ever, every provider stopped: ask first. A rehearsal
+	// that fails reads the whole source again on its retry, on purpose:
+	// the check of the moved set must stay the last read before
+	// Deleting, or an object created meanwhile in a moved hierarchy
+	// would be left behind, its owners deleted.
+	refusals, err := move.RehearseDeletion(ctx, r.Source, plan, r.Move)
+	if err != nil {
+		return outcome{}, err
+	}
+	if len(refusals) > 0 {
+		return failWith(movev1alpha1.ReasonDeletionRefused, fmt.Sprintf(
+			"the source refuses to let the move delete %d of the objects it moves (asked with dry-run requests before anything is deleted): %s; the move is rolled back: let the operator's identity delete them during the move (a policy or webhook that protects them from deletion), or leave them out of the move",
+			len(refusals), move.JoinRefusals(refusals))), nil
+	}
+	run.verified = true
+	return outcome{}, nil
 }
 
 // startCopying records the plan (or reads it back after a restart) and

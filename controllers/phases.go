@@ -9,6 +9,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/access"
+	"github.com/move-operator/move-operator/internal/remote"
 )
 
 // The phase table. Each phase has a file of its own (phase_<name>.go) with
@@ -98,6 +99,38 @@ func (p phaseSpec) outlasted(r *MoveOperationReconciler, s *scope, err error) (o
 		return outcome{}, false
 	}
 	return failWith(b.reason, fmt.Sprintf("%s %s %s (%s); the move is rolled back: %v", p.phase, b.stuck, bound, b.timeouts, err)), true
+}
+
+// subStep is one step of a phase that does several in order (see
+// runSubSteps): a new one is an entry in the phase's list and its function.
+type subStep struct {
+	name string
+	// done, when set, points at the flag of the operator's run that says
+	// the sub-step finished; nil for a sub-step looked at on every
+	// reconcile.
+	done func(*run) *bool
+	// do performs the sub-step; done() when it is finished, any other
+	// outcome (wait, fail) stops the phase's reconcile there.
+	do func(r *MoveOperationReconciler, ctx context.Context, s *scope, target *remote.Target) (outcome, error)
+}
+
+// runSubSteps runs steps in order from the first unfinished one, and is
+// done when the last one is.
+func (r *MoveOperationReconciler) runSubSteps(ctx context.Context, s *scope, target *remote.Target, steps []subStep) (outcome, error) {
+	run := r.runFor(s.mo.UID)
+	for _, st := range steps {
+		if st.done != nil && *st.done(run) {
+			continue
+		}
+		o, err := st.do(r, ctx, s, target)
+		if err != nil || !o.isDone() {
+			return o, err
+		}
+		if st.done != nil {
+			*st.done(run) = true
+		}
+	}
+	return done(), nil
 }
 
 // sincePhaseStarted counts a bound from when the phase began.
