@@ -19,22 +19,36 @@ import (
 // needs a human (bad input, or Failed) and absent otherwise; Ready is True
 // only when Done.
 func setConditions(s *scope, now time.Time) {
-	mo := s.mo
-	phase := phaseOf(mo)
-	gen := mo.Generation
-	set := func(t string, status metav1.ConditionStatus, reason, message string) {
+	set := conditionSetter(s.mo, now)
+	setStepConditions(s, set)
+	setKstatusConditions(s, set)
+	setProgressSummary(s.mo)
+}
+
+// setter sets one condition of the MoveOperation, observed at its
+// generation, now.
+type setter func(t string, status metav1.ConditionStatus, reason, message string)
+
+func conditionSetter(mo *movev1alpha1.MoveOperation, now time.Time) setter {
+	return func(t string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&mo.Status.Conditions, metav1.Condition{
-			Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: gen,
+			Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: mo.Generation,
 			LastTransitionTime: metav1.NewTime(now),
 		})
 	}
+}
+
+// setStepConditions sets each phase's own condition (the table's): True
+// once the phase is behind the move, False with the reason while the move
+// is in it or failed there.
+func setStepConditions(s *scope, set setter) {
+	mo := s.mo
+	phase := phaseOf(mo)
 	entered := map[movev1alpha1.MovePhase]bool{}
 	for _, t := range mo.Status.PhaseTransitions {
 		entered[t.Phase] = true
 	}
 	failedPhase := failedIn(mo)
-
-	// Step conditions.
 	for _, step := range phaseOrder {
 		if step.condition == "" {
 			continue
@@ -61,8 +75,14 @@ func setConditions(s *scope, now time.Time) {
 		set(movev1alpha1.ValidatedCondition, metav1.ConditionTrue, movev1alpha1.ReasonDryRun,
 			"dry run: the plan is in status.plan; nothing was written to either cluster")
 	}
+}
 
-	// kstatus conditions.
+// setKstatusConditions sets Ready, Reconciling and Stalled as kstatus
+// reads them: Ready at the end, Stalled while a human must act (or the
+// move failed), Reconciling otherwise.
+func setKstatusConditions(s *scope, set setter) {
+	mo := s.mo
+	phase := phaseOf(mo)
 	switch {
 	case phase == movev1alpha1.PhaseDone:
 		reason, msg := movev1alpha1.ReasonSucceeded, "the move completed: every object is in the target and every controller is back"+gitOpsDoneNote(mo)
@@ -92,7 +112,6 @@ func setConditions(s *scope, now time.Time) {
 		set(movev1alpha1.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
 		meta.RemoveStatusCondition(&mo.Status.Conditions, movev1alpha1.StalledCondition)
 	}
-	setProgressSummary(mo)
 }
 
 func progressMessage(mo *movev1alpha1.MoveOperation, waiting string) string {
