@@ -25,11 +25,5 @@ func clusterSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) 
 }
 
 func controllerSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
-	sel := mo.Spec.Controllers.Selector
-	if sel == nil {
-		sel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: movev1alpha1.DefaultControllerLabel, Operator: metav1.LabelSelectorOpExists,
-		}}}
-	}
-	return metav1.LabelSelectorAsSelector(sel)
+	return metav1.LabelSelectorAsSelector(mo.Spec.Controllers.SelectorOrDefault())
 }

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -82,4 +84,27 @@ func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
 		return fallback
 	}
 	return d.Duration
+}
+
+// DefaultControllerSelector is spec.controllers.selector's default: every
+// Deployment clusterctl labels as a provider's.
+func DefaultControllerSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: DefaultControllerLabel, Operator: metav1.LabelSelectorOpExists,
+	}}}
+}
+
+// SelectorOrDefault is spec.controllers.selector, or its default.
+func (c ControllersSpec) SelectorOrDefault() *metav1.LabelSelector {
+	if c.Selector == nil {
+		return DefaultControllerSelector()
+	}
+	return c.Selector
+}
+
+// SelectsProviders reports whether spec.controllers.selector is its
+// default: the move stops the providers, which every move does, and no
+// Deployment its creator chose.
+func (c ControllersSpec) SelectsProviders() bool {
+	return equality.Semantic.DeepEqual(c.SelectorOrDefault(), DefaultControllerSelector())
 }

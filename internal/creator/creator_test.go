@@ -62,6 +62,14 @@ func TestTheSpecNeedsWhatTheMoveDoesOnTheCreatorsBehalf(t *testing.T) {
 	if n := creator.SpecNeeds(spec, "tenant-a")[0]; n.Namespace != "" {
 		t.Errorf("a move of every namespace needs the rights everywhere: %+v", n)
 	}
+	spec.GitOps = movev1alpha1.GitOpsRefuse
+	spec.Controllers.Selector = movev1alpha1.DefaultControllerSelector()
+	before := len(creator.SpecNeeds(spec, "tenant-a"))
+	spec.Controllers.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "coredns"}}
+	needs := creator.SpecNeeds(spec, "tenant-a")
+	if last := needs[len(needs)-1]; len(needs) != before+1 || last.Verb != "patch" || last.Resource != "deployments" || last.Namespace != "" {
+		t.Errorf("a selector of the creator's choosing needs patch deployments everywhere: %+v", needs)
+	}
 }
 
 func TestThePlanNeedsEveryMovedObjectReadAndEveryDeletedOneDeleted(t *testing.T) {

@@ -37,6 +37,10 @@ var (
 	// scaleController: each Deployment of spec.controllers.additional the
 	// move stops in the source is scaled with a patch.
 	scaleController = right{verb: "patch", group: "apps", resource: "deployments", why: "spec.controllers.additional has the move scale it to zero"}
+	// chooseControllers: a spec.controllers.selector other than the
+	// default (the providers, which every move stops) has the move scale
+	// whatever Deployments it matches, in both clusters.
+	chooseControllers = right{verb: "patch", group: "apps", resource: "deployments", why: "spec.controllers.selector chooses which Deployments the move scales to zero, anywhere"}
 	// suspendGitOps: with spec.gitOps Suspend, the GitOps managers of the
 	// moved objects are patched wherever they are.
 	suspendGitOps = []right{
@@ -65,6 +69,9 @@ func SpecNeeds(spec movev1alpha1.MoveOperationSpec, namespace string) []access.N
 		if c.Cluster.In(movev1alpha1.ClusterSource) {
 			out = append(out, scaleController.need(c.Namespace, c.Name))
 		}
+	}
+	if !spec.Controllers.SelectsProviders() {
+		out = append(out, chooseControllers.need("", ""))
 	}
 	if spec.GitOps == movev1alpha1.GitOpsSuspend {
 		for _, r := range suspendGitOps {
@@ -130,7 +137,7 @@ func Refusal(user access.User, missing []access.Need, planned bool) string {
 
 // whyOf says what a move does with a right, when it is one of the spec's.
 func whyOf(n access.Need) string {
-	all := append(append(append([]right{}, perNamespace...), targetSecret, scaleController), suspendGitOps...)
+	all := append(append(append([]right{}, perNamespace...), targetSecret, scaleController, chooseControllers), suspendGitOps...)
 	for _, r := range all {
 		if r.verb == n.Verb && r.group == n.Group && r.resource == n.Resource {
 			if r == targetSecret && n.Name == "" {

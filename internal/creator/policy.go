@@ -27,7 +27,7 @@ const (
 // namespace. CEL allows two authorization checks per expression and about
 // 28 per policy and request (each check costs 350,000 of a 1,000,000
 // budget per expression and 10,000,000 per binding): at most 2*6 + 1 + 4
-// + 3 = 20 checks run for any one MoveOperation.
+// + 1 + 3 = 21 checks run for any one MoveOperation.
 const (
 	NamespaceSlots  = 6
 	ControllerSlots = 4
@@ -37,6 +37,7 @@ const (
 const policyVariables = `creating=request.operation == 'CREATE'
 namespaces=has(object.spec.namespaces) ? object.spec.namespaces : []
 scaled=has(object.spec.controllers) && has(object.spec.controllers.additional) ? object.spec.controllers.additional.filter(c, !has(c.cluster) || c.cluster != 'Target') : []
+providersOnly=!has(object.spec.controllers) || !has(object.spec.controllers.selector) || ((!has(object.spec.controllers.selector.matchLabels) || size(object.spec.controllers.selector.matchLabels) == 0) && has(object.spec.controllers.selector.matchExpressions) && size(object.spec.controllers.selector.matchExpressions) == 1 && object.spec.controllers.selector.matchExpressions[0].key == '` + movev1alpha1.DefaultControllerLabel + `' && object.spec.controllers.selector.matchExpressions[0].operator == 'Exists' && (!has(object.spec.controllers.selector.matchExpressions[0].values) || size(object.spec.controllers.selector.matchExpressions[0].values) == 0))
 suspends=has(object.spec.gitOps) && object.spec.gitOps == 'Suspend'
 annotations=has(object.metadata.annotations) ? object.metadata.annotations : {}
 oldAnnotations=request.operation == 'UPDATE' && has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}
@@ -102,6 +103,9 @@ func Validations() []admissionregistrationv1.Validation {
 	}
 	out = append(out, targetSecretValidation())
 	out = append(out, controllerValidations()...)
+	r := chooseControllers
+	out = append(out, forbidden("!variables.creating || variables.providersOnly || "+r.check("", ""),
+		fmt.Sprintf(`request.userInfo.username + ' may not %s %s at the cluster scope, and %s; leave spec.controllers.selector out (the providers), and name other Deployments in spec.controllers.additional'`, r.verb, groupResource(r.group, r.resource), escape(r.why))))
 	for _, r := range suspendGitOps {
 		out = append(out, forbidden("!variables.creating || !variables.suspends || "+r.check("", ""),
 			fmt.Sprintf(`request.userInfo.username + ' may not %s %s at the cluster scope in this cluster, and %s; choose spec.gitOps Refuse or Ignore, or have someone who may create the MoveOperation'`, r.verb, groupResource(r.group, r.resource), escape(r.why))))

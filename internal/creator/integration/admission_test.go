@@ -178,6 +178,14 @@ func TestAControllerTheCreatorMayNotScaleIsRefused(t *testing.T) {
 	mo = tn.moveOperation(tn.own)
 	mo.Spec.Controllers.Additional = []movev1alpha1.AdditionalController{{Cluster: movev1alpha1.ControllerInTarget, Namespace: "kube-system", Name: "coredns"}}
 	g.Expect(dryRun(bob, mo)).To(Succeed(), "the target's Deployments are scaled with the target's credential, which the Secret she may read holds")
+
+	mo = tn.moveOperation(tn.own)
+	mo.Spec.Controllers.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}
+	refusedFor(g, dryRun(bob, mo), "bob may not patch deployments.apps at the cluster scope", "spec.controllers.selector")
+
+	mo = tn.moveOperation(tn.own)
+	mo.Spec.Controllers.Selector = movev1alpha1.DefaultControllerSelector()
+	g.Expect(dryRun(bob, mo)).To(Succeed(), "the providers, which every move stops, are no choice of hers")
 }
 
 func TestTheCreatorCannotBeForgedNorChanged(t *testing.T) {
@@ -218,6 +226,13 @@ func TestWithoutTheMutatingPolicyTheCreatorWritesWhoTheyAreAndOnlyThat(t *testin
 		if err := admin(t).Create(context.Background(), binding); err != nil {
 			t.Errorf("putting the mutating policy's binding back: %v", err)
 		}
+		// The next test needs it in force again: the API server loads it
+		// a moment after it is written.
+		NewWithT(t).Eventually(func() map[string]string {
+			mo := tn.moveOperation(tn.own)
+			_ = dryRun(admin(t), mo)
+			return mo.Annotations
+		}).WithTimeout(30*time.Second).Should(HaveKey(movev1alpha1.CreatedByAnnotation), "the mutating policy applies again")
 	})
 
 	g.Eventually(func() error { return dryRun(bob, tn.moveOperation(tn.own)) }).WithTimeout(20*time.Second).Should(
@@ -246,6 +261,7 @@ func TestTheLargestSpecAnAdministratorWritesFitsTheAuthorizationBudget(t *testin
 			movev1alpha1.AdditionalController{Namespace: tn.own, Name: "manager-" + string(rune('a'+i))})
 	}
 	mo.Spec.GitOps = movev1alpha1.GitOpsSuspend
+	mo.Spec.Controllers.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "control"}}
 	g := NewWithT(t)
 	g.Expect(dryRun(admin(t), mo)).To(Succeed(), "every check runs and passes within the budget")
 
