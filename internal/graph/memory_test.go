@@ -161,7 +161,7 @@ func writeHeapProfile(t testing.TB, path string) {
 // benchmark's (45 objects per workload cluster): the graph while the plan is
 // computed, and the plan that the move holds from Validating to Done. It
 // bounds the bytes per object, so that the memory of a move grows slowly
-// with the fleet (issue #18).
+// with the fleet.
 func TestThePlanOfAFleetKeepsLittlePerObject(t *testing.T) {
 	sizes := []int{100, 1000}
 	if testing.Short() {
@@ -185,7 +185,7 @@ func TestThePlanOfAFleetKeepsLittlePerObject(t *testing.T) {
 			t.Errorf("N=%d: the fleet has %d objects, want %d", n, m.objects, want)
 		}
 		// Bounds with some room above what this measures (560, 295, 611 and
-		// 293 bytes at N=1,000; 678, 326 and 2,085 before issue #18), so
+		// 293 bytes at N=1,000; 678, 326 and 2,085 before the plan was made compact), so
 		// that a regression shows and the Go runtime's changes do not. The
 		// check of the moved set must stay well below planning again: it
 		// runs beside the recorded plan, at a move's memory peak.
@@ -206,7 +206,7 @@ func TestThePlanOfAFleetKeepsLittlePerObject(t *testing.T) {
 }
 
 // maxStatusPlan is the room the status's plan may take: far below the API
-// server's object size limit, whatever the fleet (issue #18).
+// server's object size limit, whatever the fleet.
 const maxStatusPlan = 64 << 10
 
 // TestTheStatusPlanOfAThousandClustersStaysUnder64KiB plans a fleet of a

@@ -761,7 +761,7 @@ func (p *Plan) Changes(now *Plan) (appeared, vanished []ObjectRef) {
 // objects of p that sel does not move in g. A move checks the source against
 // its recorded plan this way once everything is copied, while it holds the
 // recorded plan: a second plan beside it was the largest part of a large
-// move's memory (issue #18).
+// move's memory.
 func (g *Graph) ChangesSince(p *Plan, sel Selection) (appeared, vanished []ObjectRef) {
 	s := g.selectMoved(sel)
 	stillMoved := 0

@@ -331,7 +331,7 @@ const (
 // fullPageSize is the limit of the copy's LIST requests, which read whole
 // objects. A page is the largest thing the copy holds: decoded, a page of
 // 500 Cluster API objects took 17 MiB, more than half the operator's live
-// heap at its peak in `make bench` (issue #18). A page of 100 takes a fifth
+// heap at its peak in `make bench`. A page of 100 takes a fifth
 // of that, for one more LIST request per 100 objects listed, against the
 // one or two writes each copied object costs.
 const fullPageSize = 100

@@ -47,7 +47,7 @@ type Options struct {
 // source managed fields (about 800 bytes for a Cluster API object): a
 // thousand workload clusters put 18,000 objects in one group, whose fields
 // took 14.5 MB of the operator's heap at its peak when a group was
-// finished as a whole (issue #18). Each batch costs one write of its
+// finished as a whole. Each batch costs one write of its
 // record, and waits for its slowest copy before the next starts: with 500
 // that is one write more per 500 objects, and a pause of one request's
 // length.

@@ -20,7 +20,7 @@ func liveHeap() int64 {
 
 // TestARecordedPlanKeepsLittlePerObject measures what a plan read back from
 // its record holds per object: Copying and Deleting keep one for the whole
-// move (issue #18). The record of a synthetic fleet of a thousand workload
+// move. The record of a synthetic fleet of a thousand workload
 // clusters is decoded, and the plan's live heap divided by its objects.
 func TestARecordedPlanKeepsLittlePerObject(t *testing.T) {
 	if testing.Short() {

@@ -18,7 +18,7 @@ import (
 
 // heapSampler reads the operator's heap profile while it moves, and keeps
 // the one taken when the heap held the most: the profile of the move's
-// peak, to see what the bytes per object are (issue #18). It asks for no
+// peak, to see what the bytes per object are. It asks for no
 // garbage collection, so the process's RSS is what it would be unwatched.
 type heapSampler struct {
 	base string

@@ -438,7 +438,7 @@ func (o options) plan() string {
 
 // moveTimeoutFor is how long a move of n workload clusters may take. At
 // N=1,000 the operator's move took more than the 45 minutes that bound
-// N=100's (issue #18): by default the bound grows with the fleet.
+// N=100's: by default the bound grows with the fleet.
 func (o options) moveTimeoutFor(n int) time.Duration {
 	if o.moveTimeout > 0 {
 		return o.moveTimeout

@@ -11,21 +11,21 @@ import (
 	"time"
 )
 
-// The targets for the operator at the largest N (issue #14: no per-object
-// write a move does not need), and the flatness of time per object.
+// The targets for the operator at the largest N (no per-object write a
+// move does not need), and the flatness of time per object.
 const (
 	targetWholeVsClusterctl      = 0.25
 	targetWholeVsBaselineCopyDel = 2
 	targetCPUMsPerObject         = 60
 	targetRequestsPerObject      = 4
 	targetPerObjectFlatness      = 1.5
-	// Issue #18: a status far below the API server's object size limit
+	// A status far below the API server's object size limit
 	// however large the fleet, and time per object at a thousand clusters
 	// within 1.2× of a hundred's.
 	targetStatusKiB          = 64
 	targetPerObjectVsN100    = 1.2
 	referenceSizeForFlatness = 100
-	// Issue #33: the operator's own overhead over the work a faithful move
+	// The operator's own overhead over the work a faithful move
 	// must do anyway (the parity floor), at N=100 and how it grows to
 	// N=1,000, the whole move against clusterctl's at N=100, and the peak
 	// RSS at N=1,000.
@@ -338,10 +338,10 @@ func (r *report) summary() table {
 	return t
 }
 
-// targets checks issue #33's targets at the sizes they name, saying
-// "not measured in this run" for a size the run did not measure, then the
-// earlier issues' targets that #33 did not replace, at the largest N
-// measured.
+// targets checks the overhead targets (against the parity floor and
+// clusterctl, and the peak RSS) at the sizes they name, saying "not
+// measured in this run" for a size the run did not measure, then the
+// earlier targets they did not replace, at the largest N measured.
 func (r *report) targets() table {
 	t := table{
 		title:  "The targets for the operator",
@@ -357,7 +357,7 @@ func (r *report) targets() table {
 	check := func(name string, value, limit float64, format string, measured bool) {
 		t.rows = append(t.rows, targetRow(name, value, limit, format, measured))
 	}
-	// Issue #33.
+	// The overhead targets.
 	cd100 := r.ratioOf(targetSize, peer, toolParity, copyDeleteSeconds)
 	check(fmt.Sprintf("N=%d: copy+delete within %.1f× of the parity floor's", targetSize, targetCopyDeleteVsParity),
 		cd100, targetCopyDeleteVsParity, "%.2f×", !math.IsNaN(cd100))
@@ -371,7 +371,8 @@ func (r *report) targets() table {
 	check(fmt.Sprintf("N=%s: peak RSS at most %d MiB (highest repetition)", thousands(largeSize), targetPeakRSSMiBAtLargeSize),
 		rss, targetPeakRSSMiBAtLargeSize, "%.0f MiB", rss > 0)
 
-	// Issues #14 and #18, at the largest N, but for those #33 replaced
+	// The earlier targets, at the largest N, but for those the overhead
+	// targets replaced
 	// (copy+delete against the baseline, the whole move against
 	// clusterctl's and the peak RSS at the largest N).
 	sizes := r.sizes()

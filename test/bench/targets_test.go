@@ -52,7 +52,7 @@ func TestTheTargetsAreCheckedAtTheSizesTheyName(t *testing.T) {
 			t.Errorf("target row\n%q\nwant\n%q", got, want)
 		}
 	}
-	// The earlier issues' targets that #33 replaced are gone; the others
+	// The earlier targets the overhead targets replaced are gone; the others
 	// stay, at the largest N.
 	for name := range rows {
 		if strings.Contains(name, "of the baseline") || strings.Contains(name, "at most 150 MiB") {

@@ -158,7 +158,7 @@ func TestAMoverMayMoveOnlyNamespacesWhoseSecretsAndClustersAreHers(t *testing.T)
 		carol := as(t, "carol")
 		mo := tn.moveOperation(tn.own)
 		mo.Namespace = tn.other
-		NewWithT(t).Eventually(func() error { return dryRun(carol, mo) }).WithTimeout(10*time.Second).Should(
+		NewWithT(t).Eventually(func() error { return dryRun(carol, mo) }).WithTimeout(10 * time.Second).Should(
 			MatchError(ContainSubstring("carol may not get secret target-kubeconfig in namespace " + tn.other)))
 	})
 }

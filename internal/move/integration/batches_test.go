@@ -60,7 +60,7 @@ func isFieldsPatch(obj client.Object, patch client.Patch) (types.UID, bool) {
 // TestAGroupIsFinishedBatchByBatch copies one group of ten objects in
 // batches of three: each batch's copies are recorded, then given their
 // managed fields, before the group is copied whole, so that the copy never
-// holds the managed fields of a whole group (issue #18); and no copy loses
+// holds the managed fields of a whole group; and no copy loses
 // the operation's field manager before it is recorded.
 func TestAGroupIsFinishedBatchByBatch(t *testing.T) {
 	ctx := testContext(t)
