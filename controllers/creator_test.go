@@ -17,13 +17,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/installed"
 )
 
 // The operator is a deputy: these tests create MoveOperations as real
@@ -34,9 +34,7 @@ import (
 // impersonate returns a client of the source acting as user.
 func impersonate(t *testing.T, user string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Source.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(installed.Impersonating(env.Source.Config, user), client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,16 @@ func TokenFor(ctx context.Context, admin *rest.Config, namespace, serviceAccount
 	return id, nil
 }
 
+// Impersonating copies the admin's config to act as user: what RBAC and
+// admission see is that user alone (the API server adds
+// system:authenticated), as when the user runs kubectl. For tests of who
+// may do what; setting up stays with the admin.
+func Impersonating(admin *rest.Config, user string) *rest.Config {
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return cfg
+}
+
 // Anonymous copies a config's server, CA and client limits, and none of
 // its credentials.
 func Anonymous(cfg *rest.Config) *rest.Config {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -71,9 +70,7 @@ func ensureInstalled(t *testing.T) {
 // that user alone (the API server adds system:authenticated).
 func as(t *testing.T, user string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Source.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(installed.Impersonating(env.Source.Config, user), client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
