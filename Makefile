@@ -22,6 +22,11 @@ CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 # Go test flags: override to narrow a run, e.g. make test TEST_ARGS='-run TestAPI ./api/...'
 TEST_ARGS ?= ./...
 TEST_TIMEOUT ?= 60m
+# Test files that need local clusters carry the build tag "cluster": plain
+# `go test ./...` runs every other test, with nothing but Go, in minutes;
+# make test (and CI) builds with the tag, so none of them is left out.
+TEST_TAGS ?= cluster
+TEST_LOG ?= $(LOCALBIN)/test.log
 
 # Benchmark flags: override to narrow a run, e.g. make bench BENCH_ARGS='-n 100 -reps 1'
 BENCH_ARGS ?=
@@ -58,12 +63,12 @@ fmt: ## Run go fmt.
 	$(GO) fmt ./...
 
 .PHONY: vet
-vet: ## Run go vet.
-	$(GO) vet ./...
+vet: ## Run go vet, on the tests that need clusters too.
+	$(GO) vet -tags $(TEST_TAGS) ./...
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags $(TEST_TAGS) ./...
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated code, manifests, the API reference or dist/install.yaml differ from what the sources generate.
@@ -76,9 +81,13 @@ kube-binaries: ## Build (once, then cached) etcd, kube-apiserver, controller-man
 # The tests run the manager binary taken out of the image make image writes
 # (test/installed): what is shipped is what is tested.
 .PHONY: test
-test: verify-generated vet image ## Run every test in the module against real local clusters, the operator as installed.
+test: verify-generated vet image | $(LOCALBIN) ## Run every test in the module against real local clusters, the operator as installed; prints each package's time at the end.
 	MOVE_OPERATOR_IMAGE_DIR="$(IMAGE_DIR)" KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
-		$(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(TEST_ARGS)
+		hack/test-times.sh $(TEST_LOG) $(GO) test -tags $(TEST_TAGS) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_ARGS)
+
+.PHONY: test-fast
+test-fast: ## Run the tests that need no cluster (plain go test ./...): nothing but Go, a few minutes.
+	$(GO) test -count=1 ./...
 
 .PHONY: demo
 demo: ## Move a fleet of 6 clusters between two local management clusters with the operator; KEEP=1 keeps them running.
@@ -88,7 +97,7 @@ demo: ## Move a fleet of 6 clusters between two local management clusters with t
 .PHONY: test-crash
 test-crash: ## Run the crash sweeps alone (make test runs them too): the operator stopped at every one of its writes during a move, and during a rollback.
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
-		$(GO) test -timeout 60m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./controllers/ \
+		$(GO) test -tags $(TEST_TAGS) -timeout 60m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./controllers/ \
 		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed [0-9]+ times'
 
 .PHONY: bench

@@ -622,8 +622,17 @@ func (f *moveFixture) restartOperator() { f.r = f.newReconciler() }
 
 // reconcile runs one reconcile of the current phase's step, on the
 // MoveOperation as the last reconcile left it.
+// reconcile runs step as the driver does: an error that outlasts the
+// bound of the phase's row (errorBound) is the row's failure.
 func (f *moveFixture) reconcile(step stepFunc) (outcome, error) {
-	return step(f.r, context.Background(), newScope(f.mo))
+	s := newScope(f.mo)
+	o, err := step(f.r, context.Background(), s)
+	if err != nil {
+		if failed, outlasted := specOf(phaseOf(f.mo)).outlasted(f.r, s, err); outlasted {
+			return failed, nil
+		}
+	}
+	return o, err
 }
 
 // copyGroups reconciles Copying until status.progress says n groups are

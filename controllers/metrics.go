@@ -46,10 +46,19 @@ var (
 		Name: "move_operator_reconcile_errors_total",
 		Help: "Reconciles of MoveOperations that ended in an error and are retried with backoff, by phase (empty when the MoveOperation could not be read).",
 	}, []string{"phase"})
+
+	// movesStalled is what an alert on a stuck move reads: a stalled move
+	// goes on only once a human acts, possibly with every provider it
+	// stopped still at zero. It counts the moves this process reconciled
+	// (see stalls), so a restarted operator counts each again at once.
+	movesStalled = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "move_operator_moves_stalled",
+		Help: "MoveOperations that wait for a human to act before they can go on (Stalled=True), by phase and reason (the Stalled condition's). A Failed MoveOperation has ended and is not counted.",
+	}, []string{"phase", "reason"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(phaseTransitions, operationsCompleted, phaseDuration, objectsCopied, objectsDeleted, reconcileErrors)
+	metrics.Registry.MustRegister(phaseTransitions, operationsCompleted, phaseDuration, objectsCopied, objectsDeleted, reconcileErrors, movesStalled)
 }
 
 // observeTransition counts a phase entered and times the phase left.

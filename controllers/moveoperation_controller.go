@@ -244,48 +244,55 @@ func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	s := newScope(mo)
-	defer func() {
-		now := r.now()
-		setConditions(s, now)
-		if retErr == nil {
-			mo.Status.ObservedGeneration = mo.Generation
-		}
-		if err := r.patchStatus(ctx, s); err != nil {
-			if apierrors.IsConflict(err) && retErr == nil {
-				// This reconcile started from a stale copy; its step is
-				// idempotent, so the next one simply does it again.
-				logger.V(1).Info("status changed meanwhile, reconciling again")
-				res = ctrl.Result{RequeueAfter: 100 * time.Millisecond}
-				return
-			}
-			retErr = kerrors.NewAggregate([]error{retErr, err})
-			return
-		}
-		r.recordTransitions(ctx, s)
-		r.recordStall(ctx, s, now)
-		if n := len(s.transitions); n > 0 && s.transitions[n-1].to.IsTerminal() {
-			// Only once the end is written: released earlier, the claim
-			// could go to another move while this one still restores. (A
-			// crash before this line is made good by the next reconcile of
-			// the ended MoveOperation, which releases again.)
-			if err := r.release(ctx, mo); err != nil {
-				retErr = kerrors.NewAggregate([]error{retErr, err})
-			}
-		}
-		if s.removeFinalizer {
-			if err := r.removeFinalizer(ctx, mo); err != nil {
-				retErr = kerrors.NewAggregate([]error{retErr, err})
-			}
-		}
-		if retErr != nil {
-			r.reportError(ctx, req.NamespacedName, mo, retErr)
-		}
-	}()
+	defer r.settle(ctx, req.NamespacedName, s, &res, &retErr)
 
 	if !mo.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
 	return r.reconcilePhase(ctx, s)
+}
+
+// settle ends every reconcile, whatever happened in it: the conditions
+// computed from the facts, the status patched (observedGeneration bumped
+// only when the reconcile succeeded), the transitions and stalls reported,
+// and, once the move's end is written, the claim and the finalizer let go.
+func (r *MoveOperationReconciler) settle(ctx context.Context, key types.NamespacedName, s *scope, res *ctrl.Result, retErr *error) {
+	mo := s.mo
+	now := r.now()
+	setConditions(s, now)
+	if *retErr == nil {
+		mo.Status.ObservedGeneration = mo.Generation
+	}
+	if err := r.patchStatus(ctx, s); err != nil {
+		if apierrors.IsConflict(err) && *retErr == nil {
+			// This reconcile started from a stale copy; its step is
+			// idempotent, so the next one simply does it again.
+			log.FromContext(ctx).V(1).Info("status changed meanwhile, reconciling again")
+			*res = ctrl.Result{RequeueAfter: 100 * time.Millisecond}
+			return
+		}
+		*retErr = kerrors.NewAggregate([]error{*retErr, err})
+		return
+	}
+	r.recordTransitions(ctx, s)
+	r.recordStall(ctx, s, now)
+	if n := len(s.transitions); n > 0 && s.transitions[n-1].to.IsTerminal() {
+		// Only once the end is written: released earlier, the claim
+		// could go to another move while this one still restores. (A
+		// crash before this line is made good by the next reconcile of
+		// the ended MoveOperation, which releases again.)
+		if err := r.release(ctx, mo); err != nil {
+			*retErr = kerrors.NewAggregate([]error{*retErr, err})
+		}
+	}
+	if s.removeFinalizer {
+		if err := r.removeFinalizer(ctx, mo); err != nil {
+			*retErr = kerrors.NewAggregate([]error{*retErr, err})
+		}
+	}
+	if *retErr != nil {
+		r.reportError(ctx, key, mo, *retErr)
+	}
 }
 
 // now is the time by the reconciler's clock.

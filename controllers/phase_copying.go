@@ -25,33 +25,13 @@ var copyingPhase = phaseSpec{
 	onFailure:       movev1alpha1.PhaseRollingBack,
 	onDelete:        deletionRollsBack,
 	controllersDown: downInBoth,
-}
-
-// reconcileCopying creates the objects in the target, one creation group per
-// reconcile so that progress is written after each group. The plan is
-// recorded before the first copy (see recordPlan): a restarted operator
-// copies exactly that set again. After the last group the source is read
-// once more, and a moved set that changed meanwhile (an object created or
-// deleted in a moved hierarchy by a writer the move does not stop) fails
-// the move, before its point of no return.
-//
-// An error that persists (a group cannot be copied, the record of the plan
-// cannot be written, the source cannot be read again) rolls the move back
-// once Copying has made no progress for spec.timeouts.copy: before the
-// point of no return no retry may go on for ever with the providers
-// stopped. An operator that keeps restarting while it copies reports no
-// error; see startCopyRun.
-func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (outcome, error) {
-	o, err := r.copying(ctx, s)
-	if err == nil {
-		return o, nil
-	}
-	timeout := s.mo.Spec.Timeouts.CopyTimeout()
-	if since := lastCopyProgress(s, r.runFor(s.mo.UID)); time.Since(since) > timeout {
-		return failWith(movev1alpha1.ReasonCopyTimeout, fmt.Sprintf(
-			"Copying made no progress for %s (spec.timeouts.copy); the move is rolled back: %v", timeout, err)), nil
-	}
-	return outcome{}, err
+	// Counted from the last progress: a large move copies for longer than
+	// the bound, but never makes no progress for that long.
+	errorBound: &errorBound{
+		timeouts: "spec.timeouts.copy", reason: movev1alpha1.ReasonCopyTimeout, stuck: "made no progress for",
+		bound: func(spec movev1alpha1.MoveOperationSpec) time.Duration { return spec.Timeouts.CopyTimeout() },
+		since: func(r *MoveOperationReconciler, s *scope) time.Time { return lastCopyProgress(s, r.runFor(s.mo.UID)) },
+	},
 }
 
 // lastCopyProgress is when Copying last made progress: when it began, when
@@ -115,7 +95,20 @@ func (r *MoveOperationReconciler) startCopyRun(s *scope, run *run) outcome {
 	return progressed()
 }
 
-func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcome, error) {
+// reconcileCopying creates the objects in the target, one creation group per
+// reconcile so that progress is written after each group. The plan is
+// recorded before the first copy (see recordPlan): a restarted operator
+// copies exactly that set again. After the last group the source is read
+// once more, and a moved set that changed meanwhile (an object created or
+// deleted in a moved hierarchy by a writer the move does not stop) fails
+// the move, before its point of no return.
+//
+// An error that persists (a group cannot be copied, the record of the plan
+// cannot be written, the source cannot be read again) rolls the move back
+// once Copying has made no progress for spec.timeouts.copy (the row's
+// errorBound). An operator that keeps restarting while it copies reports no
+// error; see startCopyRun.
+func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
 	run := r.runFor(mo.UID)
 	if run.copyStarted.IsZero() {
@@ -144,67 +137,85 @@ func (r *MoveOperationReconciler) copying(ctx context.Context, s *scope) (outcom
 	// are in the target, and stay counted.
 	setCopyProgress(progress, plan, max(run.nextCopy, run.copiedBefore))
 	if run.nextCopy < len(plan.Groups) {
-		if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
-			var conflict *move.ConflictError
-			if errors.As(err, &conflict) {
-				return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
-			}
-			// An object deleted from the source since the plan was
-			// recorded does not come back: waiting for the copy timeout
-			// would only keep every provider stopped longer.
-			var vanished *move.VanishedError
-			if errors.As(err, &vanished) {
-				return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
-			}
-			deadline := lastCopyProgress(s, run).Add(mo.Spec.Timeouts.CopyTimeout())
-			if apierrors.IsUnauthorized(err) {
-				return r.copyUnauthorized(ctx, s, target, deadline, err)
-			}
-			return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
-				run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
-		}
-		run.nextCopy++
-		run.lastCopied = time.Now()
-		if run.nextCopy > run.copiedBefore {
-			run.copiedBefore = run.nextCopy
-			progress.LastProgressTime = ptrTime(run.lastCopied)
-			progress.CopyStarts = 1
-		}
-		setCopyProgress(progress, plan, run.copiedBefore)
-		objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
-		return progressed(), nil
+		return r.copyNextGroup(ctx, s, target, run, progress)
 	}
 	if !run.verified {
-		// The copier's maps (every copied object's target UID) are not
-		// needed once the last group is copied: free them before the
-		// source is read whole again, which is the move's memory peak.
-		run.copier = nil
-		changed, err := r.movedSetChanged(ctx, mo, plan)
-		if err != nil {
-			return outcome{}, err
+		if o, err := r.verifyBeforeDeleting(ctx, s, run); err != nil || o.kind != 0 {
+			return o, err
 		}
-		if changed != "" {
-			return failWith(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation"), nil
-		}
-		// Past the point of no return a deletion the source refuses is
-		// retried for ever, every provider stopped: ask first. A rehearsal
-		// that fails reads the whole source again on its retry, on purpose:
-		// the check of the moved set must stay the last read before
-		// Deleting, or an object created meanwhile in a moved hierarchy
-		// would be left behind, its owners deleted.
-		refusals, err := move.RehearseDeletion(ctx, r.Source, plan, r.Move)
-		if err != nil {
-			return outcome{}, err
-		}
-		if len(refusals) > 0 {
-			return failWith(movev1alpha1.ReasonDeletionRefused, fmt.Sprintf(
-				"the source refuses to let the move delete %d of the objects it moves (asked with dry-run requests before anything is deleted): %s; the move is rolled back: let the operator's identity delete them during the move (a policy or webhook that protects them from deletion), or leave them out of the move",
-				len(refusals), move.JoinRefusals(refusals))), nil
-		}
-		run.verified = true
 	}
 	// The last chance to roll back: nothing deletes with a provider running.
 	return r.checkStillStopped(ctx, s, target)
+}
+
+// copyNextGroup copies the plan's next group and counts it: one group per
+// reconcile, so that progress is written after each.
+func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope, target *remote.Target, run *run, progress *movev1alpha1.MoveProgress) (outcome, error) {
+	mo, plan := s.mo, run.copyPlan
+	if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
+		var conflict *move.ConflictError
+		if errors.As(err, &conflict) {
+			return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
+		}
+		// An object deleted from the source since the plan was
+		// recorded does not come back: waiting for the copy timeout
+		// would only keep every provider stopped longer.
+		var vanished *move.VanishedError
+		if errors.As(err, &vanished) {
+			return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
+		}
+		deadline := lastCopyProgress(s, run).Add(mo.Spec.Timeouts.CopyTimeout())
+		if apierrors.IsUnauthorized(err) {
+			return r.copyUnauthorized(ctx, s, target, deadline, err)
+		}
+		return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
+			run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
+	}
+	run.nextCopy++
+	run.lastCopied = time.Now()
+	if run.nextCopy > run.copiedBefore {
+		run.copiedBefore = run.nextCopy
+		progress.LastProgressTime = ptrTime(run.lastCopied)
+		progress.CopyStarts = 1
+	}
+	setCopyProgress(progress, plan, run.copiedBefore)
+	objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
+	return progressed(), nil
+}
+
+// verifyBeforeDeleting runs once the last group is copied, before the
+// point of no return: the moved set must not have changed, and the source
+// must accept the deletions. A zero outcome lets Copying go on.
+func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *scope, run *run) (outcome, error) {
+	mo, plan := s.mo, run.copyPlan
+	// The copier's maps (every copied object's target UID) are not
+	// needed once the last group is copied: free them before the
+	// source is read whole again, which is the move's memory peak.
+	run.copier = nil
+	changed, err := r.movedSetChanged(ctx, mo, plan)
+	if err != nil {
+		return outcome{}, err
+	}
+	if changed != "" {
+		return failWith(movev1alpha1.ReasonObjectsChanged, changed+"; the move is rolled back: stop whatever writes them and create a new MoveOperation"), nil
+	}
+	// Past the point of no return a deletion the source refuses is
+	// retried for ever, every provider stopped: ask first. A rehearsal
+	// that fails reads the whole source again on its retry, on purpose:
+	// the check of the moved set must stay the last read before
+	// Deleting, or an object created meanwhile in a moved hierarchy
+	// would be left behind, its owners deleted.
+	refusals, err := move.RehearseDeletion(ctx, r.Source, plan, r.Move)
+	if err != nil {
+		return outcome{}, err
+	}
+	if len(refusals) > 0 {
+		return failWith(movev1alpha1.ReasonDeletionRefused, fmt.Sprintf(
+			"the source refuses to let the move delete %d of the objects it moves (asked with dry-run requests before anything is deleted): %s; the move is rolled back: let the operator's identity delete them during the move (a policy or webhook that protects them from deletion), or leave them out of the move",
+			len(refusals), move.JoinRefusals(refusals))), nil
+	}
+	run.verified = true
+	return outcome{}, nil
 }
 
 // startCopying records the plan (or reads it back after a restart) and

@@ -18,29 +18,19 @@ var recordingPhase = phaseSpec{
 	next:      movev1alpha1.PhaseScalingDown,
 	onFailure: movev1alpha1.PhaseRollingBack,
 	onDelete:  deletionRollsBack,
+	// Nothing is stopped yet, but the move holds the source's claim and
+	// may have suspended GitOps managers, and a target that went away
+	// would otherwise keep it here for ever.
+	errorBound: &errorBound{
+		timeouts: "spec.timeouts.scaleDown", reason: movev1alpha1.ReasonRecordingTimeout, stuck: "still failed after",
+		bound: func(spec movev1alpha1.MoveOperationSpec) time.Duration { return spec.Timeouts.ScaleDownTimeout() },
+		since: sincePhaseStarted,
+	},
 }
 
 // reconcileRecording saves the replica count of every controller in both
 // clusters, on the Deployments (never overwriting) and in status.
-//
-// An error that lasts longer than spec.timeouts.scaleDown rolls the move
-// back: nothing is stopped yet, but the move holds the source's claim and
-// may have suspended GitOps managers, and a target that went away would
-// otherwise keep it here for ever.
 func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *scope) (outcome, error) {
-	o, err := r.recording(ctx, s)
-	if err == nil {
-		return o, nil
-	}
-	timeout := s.mo.Spec.Timeouts.ScaleDownTimeout()
-	if time.Since(s.phaseStarted()) > timeout {
-		return failWith(movev1alpha1.ReasonRecordingTimeout, fmt.Sprintf(
-			"Recording still failed after %s (spec.timeouts.scaleDown); the move is rolled back: %v", timeout, err)), nil
-	}
-	return outcome{}, err
-}
-
-func (r *MoveOperationReconciler) recording(ctx context.Context, s *scope) (outcome, error) {
 	target, o, err := r.target(ctx, s)
 	if err != nil || !o.isDone() {
 		return o, err

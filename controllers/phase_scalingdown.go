@@ -8,6 +8,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/remote"
 )
 
 var scalingDownPhase = phaseSpec{
@@ -18,29 +19,21 @@ var scalingDownPhase = phaseSpec{
 	onFailure:       movev1alpha1.PhaseRollingBack,
 	onDelete:        deletionRollsBack,
 	controllersDown: downInBoth,
+	// The wait for block-move and the one for the pods to go, together.
+	errorBound: &errorBound{
+		timeouts: "spec.timeouts.blockMove + spec.timeouts.scaleDown", reason: movev1alpha1.ReasonScaleDownTimeout, stuck: "still failed after",
+		bound: func(spec movev1alpha1.MoveOperationSpec) time.Duration {
+			return spec.Timeouts.BlockMoveTimeout() + spec.Timeouts.ScaleDownTimeout()
+		},
+		since: sincePhaseStarted,
+	},
 }
 
 // reconcileScalingDown installs the webhook bypass, pauses what moves, waits
-// for block-move to clear and stops every controller in both
-// clusters. Each step is idempotent; the phase repeats them until the last
-// controller pod is gone. An error that persists past both of the phase's
-// timeouts (block-move and scale-down) rolls the move back: before the point
-// of no return no retry may go on for ever with the providers stopped.
+// for block-move to clear and stops every controller in both clusters: the
+// sub-steps of scaleDownSteps, in order, until the last controller pod is
+// gone.
 func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *scope) (outcome, error) {
-	o, err := r.scaleDown(ctx, s)
-	if err == nil {
-		return o, nil
-	}
-	bound := s.mo.Spec.Timeouts.BlockMoveTimeout() + s.mo.Spec.Timeouts.ScaleDownTimeout()
-	if time.Since(s.phaseStarted()) > bound {
-		return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf(
-			"ScalingDown still failed after %s (spec.timeouts.blockMove + spec.timeouts.scaleDown); the move is rolled back: %v", bound, err)), nil
-	}
-	return outcome{}, err
-}
-
-func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outcome, error) {
-	mo := s.mo
 	target, o, err := r.target(ctx, s)
 	if err != nil || !o.isDone() {
 		return o, err
@@ -51,51 +44,72 @@ func (r *MoveOperationReconciler) scaleDown(ctx context.Context, s *scope) (outc
 	if err := r.followIdentities(ctx, s, target); err != nil {
 		return outcome{}, err
 	}
-	run := r.runFor(mo.UID)
-	if !run.bypassed {
-		// First of all, before any write to a Cluster API object: a provider
-		// that is down already (scaled to zero before the move) refuses the
-		// pause otherwise, and would strand the move here.
-		if err := r.installBypass(ctx, s, target); err != nil {
-			return outcome{}, err
-		}
-		run.bypassed = true
-	}
-	if !run.paused {
-		plan, err := r.buildPlan(ctx, mo)
-		if err != nil {
-			return outcome{}, err
-		}
-		if err := move.Pause(ctx, r.Source, plan, string(mo.UID), r.Move); err != nil {
-			return outcome{}, err
-		}
-		run.pausePlan, run.paused = plan, true
-	}
-	if !run.unblocked {
-		blockers, err := move.Blockers(ctx, r.Source, run.pausePlan)
-		if err != nil {
-			return outcome{}, err
-		}
-		if len(blockers) > 0 {
-			timeout := mo.Spec.Timeouts.BlockMoveTimeout()
-			msg := fmt.Sprintf("%s carry the %s annotation: their providers are finishing work that must not be interrupted", joinRefs(blockers), graph.BlockMoveAnnotation)
-			if time.Since(s.phaseStarted()) > timeout {
-				return failWith(movev1alpha1.ReasonBlockMoveTimeout, fmt.Sprintf("%s, still after %s (spec.timeouts.blockMove)", msg, timeout)), nil
-			}
-			return waitFor(r.PollInterval, "waiting: "+msg), nil
-		}
-		// The plan has served: Copying records its own, and a fleet's plan
-		// held for the rest of the move would add to the copy's memory.
-		run.unblocked, run.pausePlan = true, nil
-	}
+	return r.runSubSteps(ctx, s, target, scaleDownSteps)
+}
 
-	// The managers first (cluster-api-operator, spec.controllers.additional).
+// scaleDownSteps are ScalingDown's sub-steps, in order. Each is idempotent:
+// done remembers that it finished in this operator's run, so that later
+// reconciles go on from the first unfinished one, and a restarted operator
+// repeats them all (the bypass and the pause find their work done).
+var scaleDownSteps = []subStep{
+	// First of all, before any write to a Cluster API object: a provider
+	// that is down already (scaled to zero before the move) refuses the
+	// pause otherwise, and would strand the move here.
+	{name: "bypass", done: func(r *run) *bool { return &r.bypassed }, do: (*MoveOperationReconciler).bypassStep},
+	{name: "pause", done: func(r *run) *bool { return &r.paused }, do: (*MoveOperationReconciler).pauseStep},
+	{name: "block-move", done: func(r *run) *bool { return &r.unblocked }, do: (*MoveOperationReconciler).unblockedStep},
+	// Looked at on every reconcile until the pods are gone.
+	{name: "stop", do: (*MoveOperationReconciler).stopStep},
+}
+
+func (r *MoveOperationReconciler) bypassStep(ctx context.Context, s *scope, target *remote.Target) (outcome, error) {
+	return done(), r.installBypass(ctx, s, target)
+}
+
+func (r *MoveOperationReconciler) pauseStep(ctx context.Context, s *scope, _ *remote.Target) (outcome, error) {
+	plan, err := r.buildPlan(ctx, s.mo)
+	if err != nil {
+		return outcome{}, err
+	}
+	if err := move.Pause(ctx, r.Source, plan, string(s.mo.UID), r.Move); err != nil {
+		return outcome{}, err
+	}
+	r.runFor(s.mo.UID).pausePlan = plan
+	return done(), nil
+}
+
+// unblockedStep waits until no paused object carries block-move: its
+// provider is finishing work that must not be interrupted.
+func (r *MoveOperationReconciler) unblockedStep(ctx context.Context, s *scope, _ *remote.Target) (outcome, error) {
+	run := r.runFor(s.mo.UID)
+	blockers, err := move.Blockers(ctx, r.Source, run.pausePlan)
+	if err != nil {
+		return outcome{}, err
+	}
+	if len(blockers) > 0 {
+		timeout := s.mo.Spec.Timeouts.BlockMoveTimeout()
+		msg := fmt.Sprintf("%s carry the %s annotation: their providers are finishing work that must not be interrupted", joinRefs(blockers), graph.BlockMoveAnnotation)
+		if time.Since(s.phaseStarted()) > timeout {
+			return failWith(movev1alpha1.ReasonBlockMoveTimeout, fmt.Sprintf("%s, still after %s (spec.timeouts.blockMove)", msg, timeout)), nil
+		}
+		return waitFor(r.PollInterval, "waiting: "+msg), nil
+	}
+	// The plan has served: Copying records its own, and a fleet's plan
+	// held for the rest of the move would add to the copy's memory.
+	run.pausePlan = nil
+	return done(), nil
+}
+
+// stopStep scales every controller to zero, the managers first
+// (cluster-api-operator, spec.controllers.additional), and waits until
+// their pods are gone.
+func (r *MoveOperationReconciler) stopStep(ctx context.Context, s *scope, target *remote.Target) (outcome, error) {
 	remaining, err := r.stopControllers(ctx, s, target)
 	if err != nil {
 		return outcome{}, err
 	}
 	if len(remaining) > 0 {
-		timeout := mo.Spec.Timeouts.ScaleDownTimeout()
+		timeout := s.mo.Spec.Timeouts.ScaleDownTimeout()
 		msg := fmt.Sprintf("controller pods still running: %s", formatCounts(remaining))
 		if time.Since(s.phaseStarted()) > timeout {
 			return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf("%s after %s (spec.timeouts.scaleDown)", msg, timeout)), nil

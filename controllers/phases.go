@@ -9,6 +9,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/access"
+	"github.com/move-operator/move-operator/internal/remote"
 )
 
 // The phase table. Each phase has a file of its own (phase_<name>.go) with
@@ -57,12 +58,83 @@ type phaseSpec struct {
 	// given (its Secret, its kubeconfig) needs a human (Stalled=True);
 	// elsewhere it is waited for.
 	stallsWithoutTarget bool
+	// errorBound, when set, is how long the step's error may last before
+	// the move fails (see errorBound); nil where errors are retried for
+	// as long as they last.
+	errorBound *errorBound
 	// controllersDown says, in a cluster, whether every controller the
 	// move stopped is meant to be at zero in the phase, so that every
 	// webhook they serve must let the operator through (see
 	// reassertBypassAfter); nil where none is.
 	controllersDown func(run *run, role movev1alpha1.ClusterRole) bool
 }
+
+// errorBound bounds how long a step may keep failing: before the point of
+// no return no retry may go on for ever with the providers stopped (or the
+// source's claim held), so an error that outlasts the bound fails the
+// move, which the row's onFailure then rolls back.
+type errorBound struct {
+	// timeouts names the spec.timeouts fields the bound is made of, as
+	// the message says them.
+	timeouts string
+	bound    func(spec movev1alpha1.MoveOperationSpec) time.Duration
+	// since is when the bound starts counting: when the phase began, or
+	// when it last made progress.
+	since  func(r *MoveOperationReconciler, s *scope) time.Time
+	reason string
+	// stuck says what outlasted the bound: "still failed after", "made
+	// no progress for".
+	stuck string
+}
+
+// outlasted turns a step's error into the row's failure once it has
+// lasted longer than the row's bound.
+func (p phaseSpec) outlasted(r *MoveOperationReconciler, s *scope, err error) (outcome, bool) {
+	b := p.errorBound
+	if b == nil {
+		return outcome{}, false
+	}
+	bound := b.bound(s.mo.Spec)
+	if time.Since(b.since(r, s)) <= bound {
+		return outcome{}, false
+	}
+	return failWith(b.reason, fmt.Sprintf("%s %s %s (%s); the move is rolled back: %v", p.phase, b.stuck, bound, b.timeouts, err)), true
+}
+
+// subStep is one step of a phase that does several in order (see
+// runSubSteps): a new one is an entry in the phase's list and its function.
+type subStep struct {
+	name string
+	// done, when set, points at the flag of the operator's run that says
+	// the sub-step finished; nil for a sub-step looked at on every
+	// reconcile.
+	done func(*run) *bool
+	// do performs the sub-step; done() when it is finished, any other
+	// outcome (wait, fail) stops the phase's reconcile there.
+	do func(r *MoveOperationReconciler, ctx context.Context, s *scope, target *remote.Target) (outcome, error)
+}
+
+// runSubSteps runs steps in order from the first unfinished one, and is
+// done when the last one is.
+func (r *MoveOperationReconciler) runSubSteps(ctx context.Context, s *scope, target *remote.Target, steps []subStep) (outcome, error) {
+	run := r.runFor(s.mo.UID)
+	for _, st := range steps {
+		if st.done != nil && *st.done(run) {
+			continue
+		}
+		o, err := st.do(r, ctx, s, target)
+		if err != nil || !o.isDone() {
+			return o, err
+		}
+		if st.done != nil {
+			*st.done(run) = true
+		}
+	}
+	return done(), nil
+}
+
+// sincePhaseStarted counts a bound from when the phase began.
+func sincePhaseStarted(_ *MoveOperationReconciler, s *scope) time.Time { return s.phaseStarted() }
 
 // downInBoth: the move's controllers are at zero in both clusters for the
 // whole phase (ScalingDown to Deleting).
@@ -125,6 +197,9 @@ func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) 
 	o, err := spec.step(r, ctx, s)
 	if err != nil {
 		r.reassertBypassAfter(ctx, s, err)
+		if o, outlasted := spec.outlasted(r, s, err); outlasted {
+			return s.apply(spec, o)
+		}
 		return s.applyError(spec, err)
 	}
 	return s.apply(spec, o)

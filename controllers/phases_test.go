@@ -488,3 +488,47 @@ func TestTheControllersAreDownFromScalingDownToDeletingAndInARollbacksTargetUnti
 		}
 	}
 }
+
+// A step's error is retried, but before the point of no return not for
+// ever: the rows that write before it bound their errors with a timeout of
+// the spec, and the driver turns an error that outlasts it into the row's
+// failure, naming the timeout.
+func TestAnErrorThatOutlastsItsRowsBoundFailsTheMoveNamingTheTimeout(t *testing.T) {
+	bounded := map[movev1alpha1.MovePhase]struct{ reason, says string }{
+		movev1alpha1.PhaseRecording:   {movev1alpha1.ReasonRecordingTimeout, "Recording still failed after 5m0s (spec.timeouts.scaleDown)"},
+		movev1alpha1.PhaseScalingDown: {movev1alpha1.ReasonScaleDownTimeout, "ScalingDown still failed after 15m0s (spec.timeouts.blockMove + spec.timeouts.scaleDown)"},
+		movev1alpha1.PhaseCopying:     {movev1alpha1.ReasonCopyTimeout, "Copying made no progress for 10m0s (spec.timeouts.copy)"},
+	}
+	for _, row := range phaseOrder {
+		t.Run(string(row.phase), func(t *testing.T) {
+			want, ok := bounded[row.phase]
+			if !ok {
+				if row.errorBound != nil {
+					t.Fatalf("%s bounds its errors; only the phases that write before the point of no return do", row.phase)
+				}
+				return
+			}
+			if row.errorBound == nil {
+				t.Fatalf("%s retries an error for ever with the move half-done", row.phase)
+			}
+			r := &MoveOperationReconciler{}
+			err := errors.New("etcdserver: request timed out")
+			s := newScope(moveIn(pathTo(row.phase)...))
+			if _, outlasted := row.outlasted(r, s, err); outlasted {
+				t.Fatal("an error of a phase begun a minute ago outlasted its bound")
+			}
+			for i := range s.mo.Status.PhaseTransitions {
+				s.mo.Status.PhaseTransitions[i].Time = metav1.NewTime(time.Now().Add(-time.Hour))
+			}
+			o, outlasted := row.outlasted(r, s, err)
+			if !outlasted || o.kind != outcomeFail || o.reason != want.reason {
+				t.Fatalf("outcome %+v, outlasted %v: want a failure with %s", o, outlasted, want.reason)
+			}
+			for _, w := range []string{want.says, "rolled back", err.Error()} {
+				if !strings.Contains(o.message, w) {
+					t.Errorf("message %q lacks %q", o.message, w)
+				}
+			}
+		})
+	}
+}

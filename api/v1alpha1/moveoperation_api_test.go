@@ -1,3 +1,5 @@
+//go:build cluster
+
 package v1alpha1_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build cluster
+
 package fleet_test
 
 import (
