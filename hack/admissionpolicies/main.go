@@ -24,11 +24,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: admissionpolicies <directory>: writes validating_policy.yaml and mutating_policy.yaml there")
 		os.Exit(2)
 	}
-	vap, vapb := creator.Policy()
-	map_, mapb := creator.MutatingPolicy()
+	validating, validatingBinding := creator.Policy()
+	mutating, mutatingBinding := creator.MutatingPolicy()
 	files := map[string][]runtime.Object{
-		"validating_policy.yaml": {vap, vapb},
-		"mutating_policy.yaml":   {map_, mapb},
+		"validating_policy.yaml": {validating, validatingBinding},
+		"mutating_policy.yaml":   {mutating, mutatingBinding},
 	}
 	for name, objs := range files {
 		if err := write(filepath.Join(os.Args[1], name), objs); err != nil {

@@ -92,7 +92,7 @@ func waitForAdmission(ctx context.Context, c client.Client, namespace string) er
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the installer's admission policies were not applied to MoveOperations within a minute (last error: %v)", err)
+			return fmt.Errorf("the installer's admission policies were not applied to MoveOperations within a minute (last error: %w)", err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -67,11 +67,12 @@ func grantAll(t *testing.T, user, namespace string) {
 	g.Expect(admin(t).Create(context.Background(), rb)).To(Succeed())
 }
 
-// mover is a user bound to the movers' role in the tenant's namespace,
-// with edit there (the target's Secret is hers) and every right in her
-// fleet's namespace only; RBAC is given a moment to see the bindings.
-func (tn tenancy) mover(t *testing.T, name string) client.Client {
+// mover is bob, a user bound to the movers' role in the tenant's
+// namespace, with edit there (the target's Secret is his) and every right
+// in the fleet's namespace only; RBAC is given a moment to see the bindings.
+func (tn tenancy) mover(t *testing.T) client.Client {
 	t.Helper()
+	const name = "bob"
 	bind(t, name, "move-operator-mover", tn.tenant)
 	bind(t, name, "edit", tn.tenant)
 	grantAll(t, name, tn.own)
@@ -122,7 +123,7 @@ func TestANamespaceEditorMayNotCreateAMoveOperation(t *testing.T) {
 
 func TestAMoverMayMoveOnlyNamespacesWhoseSecretsAndClustersAreHers(t *testing.T) {
 	tn := newTenancy(t)
-	bob := tn.mover(t, "bob")
+	bob := tn.mover(t)
 
 	t.Run("her own namespace is admitted, and the API server writes who she is", func(t *testing.T) {
 		g := NewWithT(t)
@@ -165,7 +166,7 @@ func TestAMoverMayMoveOnlyNamespacesWhoseSecretsAndClustersAreHers(t *testing.T)
 
 func TestAControllerTheCreatorMayNotScaleIsRefused(t *testing.T) {
 	tn := newTenancy(t)
-	bob := tn.mover(t, "bob")
+	bob := tn.mover(t)
 	g := NewWithT(t)
 	mo := tn.moveOperation(tn.own)
 	mo.Spec.Controllers.Additional = []movev1alpha1.AdditionalController{{Namespace: "kube-system", Name: "coredns"}}
@@ -190,7 +191,7 @@ func TestAControllerTheCreatorMayNotScaleIsRefused(t *testing.T) {
 
 func TestTheCreatorCannotBeForgedNorChanged(t *testing.T) {
 	tn := newTenancy(t)
-	bob := tn.mover(t, "bob")
+	bob := tn.mover(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 
@@ -214,7 +215,7 @@ func TestTheCreatorCannotBeForgedNorChanged(t *testing.T) {
 // the truth, telling them what to write.
 func TestWithoutTheMutatingPolicyTheCreatorWritesWhoTheyAreAndOnlyThat(t *testing.T) {
 	tn := newTenancy(t)
-	bob := tn.mover(t, "bob")
+	bob := tn.mover(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
