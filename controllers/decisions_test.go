@@ -8,12 +8,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/planrecord"
 )
 
@@ -123,6 +125,26 @@ func TestCopyingRollsBackAtOnceWhenTheTargetOrTheSourceChangedUnderIt(t *testing
 		change:    func(*moveFixture) {},
 		want:      expectation{kind: outcomeFail, reason: movev1alpha1.ReasonTargetConflict, says: []string{"fleet/c1-md-0", "appeared in the target since the move validated", "the move is rolled back"}},
 		untouched: &theMachine,
+	}, {
+		name: "a creator who may not read an object of the plan Copying builds (granted when the move validated, taken away since) fails the move, and nothing is recorded",
+		change: func(f *moveFixture) {
+			f.source.refuseWith(func(r fakeRequest) error {
+				if r.verb == "review get" && (r.kind == "secrets" || r.kind == "*") || r.verb == "review *" {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		},
+		want:      expectation{kind: outcomeFail, reason: movev1alpha1.ReasonCreatorNotAllowed, says: []string{`creator "alice" may not get secrets in namespace fleet`, "asked again of the source as Copying found it", "nothing was copied"}},
+		untouched: &theCluster,
+	}, {
+		name: "the admission policy that vouches for the creator, deleted since the move validated, fails the move, and nothing is recorded",
+		change: func(f *moveFixture) {
+			policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: creator.PolicyName}}
+			NewWithT(f.t).Expect(f.source.raw.Delete(context.Background(), policy)).To(Succeed())
+		},
+		want:      expectation{kind: outcomeFail, reason: movev1alpha1.ReasonAdmissionPolicyMissing, says: []string{"is not installed in the source", "nothing was copied"}},
+		untouched: &theCluster,
 	}, {
 		name:      "an object the move did not make, put in the target after the plan was recorded, is a conflict when its group is copied",
 		copied:    2,

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -46,6 +48,9 @@ const (
 	operationNamespace = "ops"
 	// operatorUsername is who the operator is in both clusters.
 	operatorUsername = "system:serviceaccount:move-operator-system:move-operator-controller-manager"
+	// theCreator created the MoveOperation, and is asked about in
+	// SubjectAccessReviews.
+	theCreator = "alice"
 	// somebodyElse is the field manager of what the move did not write.
 	somebodyElse = "kubectl-client-side-apply"
 )
@@ -198,6 +203,11 @@ func (f *fakeCluster) interceptor() interceptor.Funcs {
 			return c.List(ctx, list, opts...)
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if review, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+				// Answers for the user it asks about, and stores nothing.
+				review.Status.Allowed = f.refused(reviewRequest(review)) == nil
+				return nil
+			}
 			if review, ok := obj.(*authenticationv1.SelfSubjectReview); ok {
 				// Asks who the operator is, and stores nothing.
 				review.Status.UserInfo.Username = operatorUsername
@@ -363,6 +373,13 @@ func (f *fakeCluster) paused(t *testing.T) bool {
 
 func requestOf(verb string, obj client.Object) fakeRequest {
 	return fakeRequest{verb: verb, kind: kindOfObject(obj), key: client.ObjectKeyFromObject(obj).String()}
+}
+
+// reviewRequest is the request a SubjectAccessReview asks about, for
+// refuseWith: verb "review", kind the resource, key "user namespace".
+func reviewRequest(r *authorizationv1.SubjectAccessReview) fakeRequest {
+	a := r.Spec.ResourceAttributes
+	return fakeRequest{verb: "review " + a.Verb, kind: a.Resource, key: r.Spec.User + " " + a.Namespace}
 }
 
 // kindOfObject names an object's kind, whether it carries it (unstructured and
@@ -585,7 +602,15 @@ func newMoveFixture(t *testing.T, targetObjs ...client.Object) *moveFixture {
 			Cluster: role, Namespace: providerKey.Namespace, Name: providerKey.Name, OriginalReplicas: 1,
 		})
 	}
-	sourceObjs := append(workloadCluster(mo.UID),
+	mo.Annotations = map[string]string{movev1alpha1.CreatedByAnnotation: theCreator}
+	// The admission policy that wrote the creator, there before the
+	// MoveOperation.
+	policy, binding := creator.Policy()
+	// Named as the installer names them.
+	policy.Name, binding.Name, binding.Spec.PolicyName = creator.PolicyName, creator.PolicyName, creator.PolicyName
+	policy.CreationTimestamp = metav1.NewTime(mo.CreationTimestamp.Add(-time.Hour))
+	binding.CreationTimestamp = policy.CreationTimestamp
+	sourceObjs := append(workloadCluster(mo.UID), policy, binding,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operationNamespace}},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: operationNamespace, Name: targetSecretName},

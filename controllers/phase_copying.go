@@ -223,13 +223,9 @@ func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *s
 // records each group's as it goes.
 func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, target *remote.Target, run *run) (outcome, error) {
 	mo := s.mo
-	plan, conflicts, err := r.recordPlan(ctx, mo, target)
-	if err != nil {
-		return outcome{}, err
-	}
-	if len(conflicts) > 0 {
-		return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf(
-			"%s appeared in the target since the move validated, and were not created by it; the move is rolled back: delete them there or leave their clusters out of the move", joinRefs(conflicts))), nil
+	plan, o, err := r.recordPlan(ctx, mo, target)
+	if err != nil || !o.isDone() {
+		return o, err
 	}
 	targetID, err := remote.ClusterID(ctx, target.Client)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/planrecord"
 	"github.com/move-operator/move-operator/internal/preflight"
@@ -48,41 +49,72 @@ func (r *MoveOperationReconciler) readSource(ctx context.Context, mo *movev1alph
 // is one (a restarted operator), otherwise the plan of the source as it is
 // now, recorded before anything is copied. Now is after the providers of
 // both clusters are gone and only the operator gets past their webhooks:
-// the set can no longer grow by their objects. The target is checked again
-// at that moment; what it holds already is marked as found (used as is,
-// never rolled back), and objects that appeared there since Validating
-// under a moved name are returned as conflicts, with nothing recorded.
-func (r *MoveOperationReconciler) recordPlan(ctx context.Context, mo *movev1alpha1.MoveOperation, target *remote.Target) (*graph.Plan, []graph.ObjectRef, error) {
+// the set can no longer grow by their objects. The creator is asked again
+// about that plan, which may hold objects the plan Validating checked did
+// not. The target is checked again at that moment; what it holds already
+// is marked as found (used as is, never rolled back). A creator refused,
+// or objects that appeared in the target since Validating under a moved
+// name, fail the move with nothing recorded (an outcome that is not done).
+func (r *MoveOperationReconciler) recordPlan(ctx context.Context, mo *movev1alpha1.MoveOperation, target *remote.Target) (*graph.Plan, outcome, error) {
 	recorded, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if found {
-		return recorded, nil, nil
+	if err != nil || found {
+		return recorded, done(), err
 	}
 	plan, err := r.buildPlan(ctx, mo)
 	if err != nil {
-		return nil, nil, err
+		return nil, outcome{}, err
+	}
+	if o, err := r.askCreatorAgain(ctx, mo, plan); err != nil || !o.isDone() {
+		return nil, o, err
 	}
 	targetID, err := remote.ClusterID(ctx, target.Client)
 	if err != nil {
-		return nil, nil, fmt.Errorf("target cluster: %w", err)
+		return nil, outcome{}, fmt.Errorf("target cluster: %w", err)
 	}
 	inTarget, err := preflight.CheckTarget(ctx, r.Source, target.Client, targetID, plan)
 	if err != nil {
-		return nil, nil, err
+		return nil, outcome{}, err
 	}
 	if len(inTarget.Conflicts) > 0 {
-		return nil, inTarget.Conflicts, nil
+		return nil, failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf(
+			"%s appeared in the target since the move validated, and were not created by it; the move is rolled back: delete them there or leave their clusters out of the move", joinRefs(inTarget.Conflicts))), nil
 	}
 	for _, o := range plan.Objects() {
 		o.FoundInTarget = inTarget.Found[o.UID]
 	}
 	if err := planrecord.Save(ctx, r.Source, mo, plan); err != nil {
-		return nil, nil, err
+		return nil, outcome{}, err
 	}
 	log.FromContext(ctx).Info("recorded the plan", "objects", plan.Len(), "groups", len(plan.Groups), "foundInTarget", len(inTarget.Found))
-	return plan, nil, nil
+	return plan, done(), nil
+}
+
+// askCreatorAgain holds the plan Copying is about to record to its
+// creator's rights, as Validating held the plan it showed: the admission
+// policy that vouches for the creator annotations must still be there as
+// shipped, and the creator must be allowed to read every object the plan
+// takes and delete every object it deletes.
+func (r *MoveOperationReconciler) askCreatorAgain(ctx context.Context, mo *movev1alpha1.MoveOperation, plan *graph.Plan) (outcome, error) {
+	const rolledBack = "; the move is rolled back, nothing was copied"
+	if err := creator.Verify(ctx, r.Source, r.creatorPolicy(), mo.CreationTimestamp); err != nil {
+		var problem *creator.PolicyProblem
+		if errors.As(err, &problem) {
+			return failWith(movev1alpha1.ReasonAdmissionPolicyMissing, err.Error()+rolledBack), nil
+		}
+		return outcome{}, fmt.Errorf("reading the admission policy %s: %w", r.creatorPolicy(), err)
+	}
+	user, err := creator.Of(mo)
+	if err != nil {
+		return failWith(movev1alpha1.ReasonCreatorUnknown, err.Error()+rolledBack), nil
+	}
+	refusal, err := creator.AskPlan(ctx, r.Source, user, plan)
+	if err != nil {
+		return outcome{}, err
+	}
+	if refusal != "" {
+		return failWith(movev1alpha1.ReasonCreatorNotAllowed, refusal+" (asked again of the source as Copying found it, after the move validated)"+rolledBack), nil
+	}
+	return done(), nil
 }
 
 // errNoRecord: the record of the plan is not there (somebody deleted it).

@@ -145,7 +145,9 @@ const (
 	// source, do something the move would do on their behalf (read or
 	// delete a moved object, read the target's Secret, scale a controller,
 	// suspend a GitOps manager); the message names the first missing right
-	// (verb, resource, namespace). Nothing of the move is read or written.
+	// (verb, resource, namespace). In Validating nothing of the move is
+	// read or written; in Copying, whose plan is asked about again, the
+	// move rolls back before anything is copied.
 	ReasonCreatorNotAllowed = "CreatorNotAllowed"
 	// ReasonGitOpsManaged: Flux or Argo CD manages objects to move and
 	// spec.gitOps is Refuse; the message names the managers.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
-	"github.com/move-operator/move-operator/internal/access"
 	"github.com/move-operator/move-operator/internal/creator"
 )
 
@@ -43,7 +42,7 @@ func checkCreator(ctx context.Context, e *Env) error {
 		return nil
 	}
 	e.creator = &user
-	return e.askForCreator(ctx, creator.SpecNeeds(e.Spec, e.Namespace), false)
+	return e.refuseIf(creator.Ask(ctx, e.Source, user, creator.SpecNeeds(e.Spec, e.Namespace), false))
 }
 
 // checkCreatorPlan asks, for the creator, what the plan needs: every
@@ -53,20 +52,16 @@ func checkCreatorPlan(ctx context.Context, e *Env) error {
 	if e.Plan == nil || e.creator == nil {
 		return nil
 	}
-	needs, err := creator.PlanNeeds(e.Plan, e.SourceTypes)
+	return e.refuseIf(creator.AskPlan(ctx, e.Source, *e.creator, e.Plan))
+}
+
+// refuseIf records the creator's refusal, if there is one.
+func (e *Env) refuseIf(refusal string, err error) error {
 	if err != nil {
 		return err
 	}
-	return e.askForCreator(ctx, needs, true)
-}
-
-func (e *Env) askForCreator(ctx context.Context, needs []access.Need, planned bool) error {
-	missing, err := access.CheckAs(ctx, e.Source, *e.creator, needs, access.DefaultConcurrency)
-	if err != nil {
-		return fmt.Errorf("checking the rights of the MoveOperation's creator: %w", err)
-	}
-	if len(missing) > 0 {
-		e.refuseCreator(movev1alpha1.ReasonCreatorNotAllowed, creator.Refusal(*e.creator, missing, planned))
+	if refusal != "" {
+		e.refuseCreator(movev1alpha1.ReasonCreatorNotAllowed, refusal)
 	}
 	return nil
 }
