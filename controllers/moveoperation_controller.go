@@ -23,6 +23,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/claim"
+	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -70,6 +71,10 @@ type MoveOperationReconciler struct {
 	// runs caches, per MoveOperation UID, what is costly to rebuild on every
 	// reconcile (the plan, the copier). Losing it costs time, never safety.
 	runs sync.Map
+
+	// sourceTypes keeps the source's kinds between the phases that read
+	// them, read again whole only when a CRD changed.
+	sourceTypes graph.TypesCache
 
 	// stalls counts the stalled moves in move_operator_moves_stalled and
 	// bounds how often their Warning events repeat (see recordStall).

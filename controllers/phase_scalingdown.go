@@ -92,7 +92,7 @@ func (r *MoveOperationReconciler) unblockedStep(ctx context.Context, s *scope, _
 		if time.Since(s.phaseStarted()) > timeout {
 			return failWith(movev1alpha1.ReasonBlockMoveTimeout, fmt.Sprintf("%s, still after %s (spec.timeouts.blockMove)", msg, timeout)), nil
 		}
-		return waitFor(r.PollInterval, "waiting: "+msg), nil
+		return r.poll(s, "block-move", msg), nil
 	}
 	// The plan has served: Copying records its own, and a fleet's plan
 	// held for the rest of the move would add to the copy's memory.
@@ -114,7 +114,7 @@ func (r *MoveOperationReconciler) stopStep(ctx context.Context, s *scope, target
 		if time.Since(s.phaseStarted()) > timeout {
 			return failWith(movev1alpha1.ReasonScaleDownTimeout, fmt.Sprintf("%s after %s (spec.timeouts.scaleDown)", msg, timeout)), nil
 		}
-		return waitFor(r.PollInterval, "waiting: "+msg), nil
+		return r.poll(s, "stop", msg), nil
 	}
 	return done(), nil
 }

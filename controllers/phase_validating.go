@@ -38,7 +38,7 @@ const retryValidation = 10 * time.Second
 func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
 	e := &preflight.Env{
-		Object: mo, CreatorPolicy: r.creatorPolicy(),
+		Object: mo, CreatorPolicy: r.creatorPolicy(), SourceTypesCache: &r.sourceTypes,
 		Source: r.Source, Spec: mo.Spec, UID: mo.UID, Namespace: mo.Namespace, ClaimNamespace: r.Claim.Namespace,
 		Connect: func(ctx context.Context) (*remote.Target, error) {
 			return r.Targets.Get(ctx, mo.Namespace, mo.Spec.Target.KubeconfigSecretRef)

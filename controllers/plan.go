@@ -34,7 +34,7 @@ func (r *MoveOperationReconciler) readSource(ctx context.Context, mo *movev1alph
 	if err != nil {
 		return nil, graph.Selection{}, err
 	}
-	ts, err := graph.DiscoverTypes(ctx, r.Source)
+	ts, err := r.sourceTypes.Discover(ctx, r.Source)
 	if err != nil {
 		return nil, graph.Selection{}, fmt.Errorf("discovering the kinds to move: %w", err)
 	}

@@ -84,7 +84,7 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 			return stallOn(r.PollInterval, movev1alpha1.ReasonScaleUpTimeout, fmt.Sprintf(
 				"%s after %s (spec.timeouts.scaleUp); check those Deployments' pods; the move goes on once they are Available", msg, timeout)), nil
 		}
-		return waitFor(r.PollInterval, "waiting: "+msg), nil
+		return r.poll(s, "restart "+string(role), msg), nil
 	}
 	// The webhooks of the providers running again check what follows; those
 	// of a provider that stays at zero (as the user left it) are down, and
@@ -108,13 +108,22 @@ func (r *MoveOperationReconciler) reportGone(ctx context.Context, s *scope, role
 	r.event(s.mo, "Warning", movev1alpha1.ReasonControllerGone, string(phaseOf(s.mo)), msg)
 }
 
+// typesOf discovers the kinds of the cluster c is the client of: the
+// source's through the cache the phases share.
+func (r *MoveOperationReconciler) typesOf(ctx context.Context, c client.Client, role movev1alpha1.ClusterRole) (*graph.Types, error) {
+	if role == movev1alpha1.ClusterSource {
+		return r.sourceTypes.Discover(ctx, c)
+	}
+	return graph.DiscoverTypes(ctx, c)
+}
+
 // finishRestore ends a restore that the move finishes (not a rollback's
 // of the target): it notes, when noteCopies is given, which copy each
 // object the source keeps has; in the target after a move it checks the
 // moved objects with its webhooks; then it unpauses what this move paused.
 func (r *MoveOperationReconciler) finishRestore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole,
 	noteCopies func(context.Context) (outcome, error)) (outcome, error) {
-	ts, err := graph.DiscoverTypes(ctx, c)
+	ts, err := r.typesOf(ctx, c, role)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}

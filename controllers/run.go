@@ -72,6 +72,12 @@ type run struct {
 	identityFollowed       *remote.Target
 	sourceIdentityFollowed bool
 
+	// waiting names the wait this run is in (its phase and step), and
+	// waitingSince when it began: a wait looks again soon at first, then
+	// less often (see poll).
+	waiting      string
+	waitingSince time.Time
+
 	// sourceRestored is set once a rollback has restored the source.
 	sourceRestored bool
 	// targetCleared is set once a rollback has deleted what the move

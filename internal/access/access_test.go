@@ -394,3 +394,44 @@ func TestCheckAsksEachClusterAndReturnsWhatItRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestAGroupGrantedWholeIsAskedOnceAndAGroupGrantedInPartsResourceByResource(t *testing.T) {
+	kinds := func(group string, resources ...string) []access.Need {
+		var out []access.Need
+		for _, r := range resources {
+			out = append(out, access.Need{Cluster: src, Verb: "patch", Group: group, Resource: r}, access.Need{Cluster: src, Verb: "patch", Group: group, Resource: r + "/status"})
+		}
+		return out
+	}
+	whole := kinds("cluster.x-k8s.io", "clusters", "machines", "machinesets")
+	parts := kinds("metal3.io", "baremetalhosts", "firmwareschemas", "hostfirmwaresettings")
+	core := []access.Need{{Cluster: src, Verb: "patch", Resource: "secrets"}, {Cluster: src, Verb: "patch", Resource: "configmaps"}, {Cluster: src, Verb: "patch", Resource: "services"}}
+	allowed := map[access.Need]bool{
+		// The role grants "*" in cluster.x-k8s.io, subresources included,
+		// as the installer's roles grant Cluster API's groups.
+		{Cluster: src, Verb: "patch", Group: "cluster.x-k8s.io", Resource: "*"}:        true,
+		{Cluster: src, Verb: "patch", Group: "cluster.x-k8s.io", Resource: "*/status"}: true,
+	}
+	// metal3.io resource by resource, all but one status.
+	for _, n := range parts[:len(parts)-1] {
+		allowed[n] = true
+	}
+	for _, n := range core {
+		allowed[n] = true
+	}
+	var asked atomic.Int32
+	got, err := access.Check(context.Background(), map[movev1alpha1.ClusterRole]client.Client{src: reviewer(t, src, allowed, &asked, nil)},
+		slices.Concat(whole, parts, core), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := parts[len(parts)-1:]; !slices.Equal(got, want) {
+		t.Errorf("missing:\n got %+v\nwant %+v: the need a refused wildcard covers is asked, and named, alone", got, want)
+	}
+	// 2 wildcards of cluster.x-k8s.io answer for its 6 needs; metal3.io's
+	// 2 wildcards are refused and its 6 needs asked one by one; the core
+	// group is never asked whole: 2 + 2 + 6 + 3.
+	if asked.Load() != 13 {
+		t.Errorf("asked %d reviews, want 13", asked.Load())
+	}
+}

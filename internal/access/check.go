@@ -29,8 +29,12 @@ const DefaultConcurrency = 8
 // rules review is RBAC's rules only, namespaced, and says "incomplete" under
 // any other authorizer, so its answer could not be trusted for a
 // cluster-scoped kind nor on a managed cluster.
+//
+// The needs a group's wildcard covers (byGroup) are asked as one review
+// first: the installer's roles grant Cluster API's groups whole, so a move's
+// few hundred reviews become a few dozen.
 func Check(ctx context.Context, clients map[movev1alpha1.ClusterRole]client.Client, needs []Need, concurrency int) ([]Need, error) {
-	return checkEach(ctx, needs, concurrency, func(ctx context.Context, n Need) (bool, bool, error) {
+	return checkByGroup(ctx, needs, concurrency, func(ctx context.Context, n Need) (bool, bool, error) {
 		c, ok := clients[n.Cluster]
 		if !ok || c == nil {
 			return false, false, nil
@@ -95,7 +99,60 @@ func CheckAs(ctx context.Context, c client.Client, user User, needs []Need, conc
 	return checkEach(ctx, rest, concurrency, ask)
 }
 
-func keys(m map[Need]bool) []Need {
+// minShared is how many needs a group's wildcard must cover to be asked:
+// a refused wildcard costs one review more than asking each need.
+const minShared = 2
+
+// byGroup maps the wildcard of a group's resources to the needs it covers:
+// needs of one cluster, verb, group and namespace, on the resources
+// themselves ("*") or on one subresource of them ("*/status"), when at
+// least minShared of them share it. The core group and needs of one named
+// object are left out: the installer's roles never grant them whole.
+func byGroup(needs []Need) map[Need][]Need {
+	out := map[Need][]Need{}
+	for _, n := range Compact(needs) {
+		if n.Group == "" || n.Name != "" {
+			continue
+		}
+		w := n
+		w.Resource = "*"
+		if _, sub, ok := strings.Cut(n.Resource, "/"); ok {
+			w.Resource = "*/" + sub
+		}
+		out[w] = append(out[w], n)
+	}
+	for w, covered := range out {
+		if len(covered) < minShared {
+			delete(out, w)
+		}
+	}
+	return out
+}
+
+// checkByGroup asks about the wildcards of byGroup first, then about each
+// need no allowed wildcard covers. An authorizer that allows a verb on
+// every resource of a group ("*") has answered for each of them: the check
+// asks no less than one review per need would.
+func checkByGroup(ctx context.Context, needs []Need, concurrency int, ask func(context.Context, Need) (allowed, asked bool, err error)) ([]Need, error) {
+	wildcards := byGroup(needs)
+	refused, err := checkEach(ctx, keys(wildcards), concurrency, ask)
+	if err != nil {
+		return nil, err
+	}
+	covered := map[Need]bool{}
+	for w, ns := range wildcards {
+		if slices.Contains(refused, w) {
+			continue
+		}
+		for _, n := range ns {
+			covered[n] = true
+		}
+	}
+	rest := slices.DeleteFunc(Compact(needs), func(n Need) bool { return covered[n] })
+	return checkEach(ctx, rest, concurrency, ask)
+}
+
+func keys[V any](m map[Need]V) []Need {
 	out := make([]Need, 0, len(m))
 	for n := range m {
 		out = append(out, n)

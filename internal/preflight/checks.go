@@ -71,6 +71,9 @@ type Env struct {
 	ClusterSelector labels.Selector
 	// SourceTypes and TargetTypes are the kinds that move, in each cluster.
 	SourceTypes, TargetTypes *graph.Types
+	// SourceTypesCache is the operator's cache of the source's kinds
+	// (nil: none kept beyond these checks).
+	SourceTypesCache *graph.TypesCache
 	// Plan is what the move takes, once the source was read.
 	Plan *graph.Plan
 	// GitOps is what the GitOps check found, for status.plan.gitOps.
@@ -240,7 +243,10 @@ func checkTarget(ctx context.Context, e *Env) error {
 // checkKinds discovers the kinds that move in both clusters, and compares
 // their CRDs (see CheckCRDs).
 func checkKinds(ctx context.Context, e *Env) error {
-	ts, err := graph.DiscoverTypes(ctx, e.Source)
+	if e.SourceTypesCache == nil {
+		e.SourceTypesCache = &graph.TypesCache{}
+	}
+	ts, err := e.SourceTypesCache.Discover(ctx, e.Source)
 	if err != nil {
 		return fmt.Errorf("discovering the kinds to move in the source: %w", err)
 	}

@@ -165,6 +165,35 @@ func (s *APIServer) openLogs() ([2]*os.File, error) {
 	return logs, nil
 }
 
+// AuditEnv, set to anything, makes every API server write an audit log of
+// every request's metadata to audit.log in its LogDir.
+const AuditEnv = "MOVE_OPERATOR_AUDIT"
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Request
+  resources:
+  - group: authorization.k8s.io
+- level: Metadata
+`
+
+// auditIfAsked makes the API server write every request's user, verb and
+// resource to audit.log in logDir when AuditEnv is set: a measurement aid
+// to find who makes which requests, off by default (it costs CPU).
+func auditIfAsked(apiServer *envtest.APIServer, dir, logDir string) {
+	if os.Getenv(AuditEnv) == "" {
+		return
+	}
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return
+	}
+	apiServer.Configure().Set("audit-policy-file", policy)
+	apiServer.Configure().Set("audit-log-path", filepath.Join(logDir, "audit.log"))
+}
+
 // environment configures envtest to run etcd and kube-apiserver, through
 // their wrappers, as a bare control plane on s.Host and s.Port.
 func (s *APIServer) environment(binDir, etcdWrapper, apiWrapper string, logs [2]*os.File, startTimeout time.Duration) *envtest.Environment {
@@ -185,6 +214,7 @@ func (s *APIServer) environment(binDir, etcdWrapper, apiWrapper string, logs [2]
 	apiServer.Configure().Set("advertise-address", s.Host)
 	apiServer.Configure().Set("shutdown-delay-duration", "0s")
 	apiServer.Configure().Set("shutdown-watch-termination-grace-period", "0s")
+	auditIfAsked(apiServer, dir, s.LogDir)
 	return &envtest.Environment{
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
 		BinaryAssetsDirectory:    binDir,

@@ -230,6 +230,7 @@ func (c *Cluster) startControlPlane(binDir string) error {
 	// would lift that taint, which needs kubelet heartbeats kwok's fast stages
 	// do not send.
 	apiServer.Configure().Set("disable-admission-plugins", "ServiceAccount,TaintNodesByCondition")
+	auditIfAsked(apiServer, c.path(), c.LogDir)
 
 	c.env = &envtest.Environment{
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
