@@ -46,11 +46,13 @@ type options struct {
 	only     string
 	settle   time.Duration
 	keepLogs bool
+	details  string
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.out, "out", "docs/safety.md", "where to write the report")
+	flag.StringVar(&o.details, "details", "bin/safety-details.md", "where to write the report with every line of every run")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario IDs to run (default: all)")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a moved fleet is watched in the target")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the clusters' logs even when every run worked")
@@ -99,7 +101,7 @@ func run(o options) int {
 		return 1
 	}
 	l := &lab{env: env, workDir: workDir, settle: o.settle}
-	code := l.runAll(ctx, root, scenarios, filepath.Join(root, o.out), began)
+	code := l.runAll(ctx, root, scenarios, reportPaths{out: filepath.Join(root, o.out), details: filepath.Join(root, o.details), detailsName: o.details}, began)
 	if l.op != nil {
 		if err := l.op.Stop(); err != nil {
 			say("the operator stopped with: %v", err)
@@ -117,7 +119,11 @@ func run(o options) int {
 	return code
 }
 
-func (l *lab) runAll(ctx context.Context, root string, scenarios []scenario, out string, began time.Time) int {
+// reportPaths are where the two reports go; detailsName is how the short
+// one names the full one.
+type reportPaths struct{ out, details, detailsName string }
+
+func (l *lab) runAll(ctx context.Context, root string, scenarios []scenario, paths reportPaths, began time.Time) int {
 	var err error
 	if l.op, err = mover.StartOperator(ctx, l.env, root, l.workDir); err != nil {
 		say("starting the operator: %v", err)
@@ -143,11 +149,16 @@ func (l *lab) runAll(ctx context.Context, root string, scenarios []scenario, out
 			}
 		}
 	}
-	if err := writeReport(out, results, scenarios, time.Since(began)); err != nil {
-		say("writing %s: %v", out, err)
+	took := time.Since(began)
+	if err := writeReport(paths.details, results, scenarios, took, reportForm{full: true}); err != nil {
+		say("writing %s: %v", paths.details, err)
 		return 1
 	}
-	say("wrote %s in %s", out, time.Since(began).Round(time.Second))
+	if err := writeReport(paths.out, results, scenarios, took, reportForm{details: paths.detailsName}); err != nil {
+		say("writing %s: %v", paths.out, err)
+		return 1
+	}
+	say("wrote %s and, with every line of every run, %s in %s", paths.out, paths.details, took.Round(time.Second))
 	return 0
 }
 

@@ -2,18 +2,36 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
 
-// maxSequence bounds the lines of one run's sequence in the report.
-const maxSequence = 40
+// The report in docs reads as a report: each run's sequence and its
+// differing copies are cut to their first lines, its late writes counted
+// by controller; the details file holds every line.
+const (
+	// maxSequence bounds the lines of one run's sequence in the report.
+	maxSequence = 8
+	// maxDiff bounds the lines of the one differing copy shown per run.
+	maxDiff = 12
+	// lateWritePrefix marks a late write in a run's sequence.
+	lateWritePrefix = "late write: "
+)
+
+// reportForm is how much of each run a report shows.
+type reportForm struct {
+	full bool
+	// details names the file with every line, in the short form.
+	details string
+}
 
 // writeReport writes the method, the table and, for every run with a
 // non-zero figure, what happened.
-func writeReport(path string, results []result, scenarios []scenario, took time.Duration) error {
+func writeReport(path string, results []result, scenarios []scenario, took time.Duration, form reportForm) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# What a move disturbs: clusterctl move and the operator, side by side\n\n")
 	fmt.Fprintf(&b, "Written by `make safety` (`test/safety`) on %s, %d CPUs, in %s. Do not edit by hand: run it again.\n\n",
@@ -23,56 +41,114 @@ func writeReport(path string, results []result, scenarios []scenario, took time.
 	for _, s := range scenarios {
 		fmt.Fprintf(&b, "- **%s. %s**: %s\n", s.id, s.title, s.setup)
 	}
-	b.WriteString("\n## Results\n\n")
-	b.WriteString("| scenario | mover | move | VMs created | VMs deleted | VMs powered off | Machines created | Machines deleted | hosts provisioned | copies differing | late writes | settles |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, r := range results {
-		move := r.duration.Round(100 * time.Millisecond).String()
-		if r.moveErr != nil {
-			move = "failed"
-		}
-		settles := "yes"
-		if !r.settled {
-			settles = "no"
-		}
-		if r.moveErr != nil {
-			settles = "-"
-		}
-		fmt.Fprintf(&b, "| %s. %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.scenario, title(scenarios, r.scenario), r.mover, move,
-			r.vmCreated, r.vmDeleted, r.vmPoweredOff, r.machinesCreated, r.machinesDeleted, r.hostsProvisioned, len(r.copyDiffs), len(r.lateWrites), settles)
-	}
+	writeTable(&b, results, scenarios)
 	b.WriteString("\n## What happened where a figure is not zero\n\n")
 	b.WriteString("Each run's own steps, the cloud's events for the fleet, the Machines created or deleted, the writes the controllers made after the mover had read the objects, and how each differing copy differs (`-` the original's last state in the source, `+` the copy as the mover created it). Times are UTC.\n")
+	if !form.full {
+		fmt.Fprintf(&b, "Each run shows its first %d steps, its late writes counted by controller, and the first lines of one differing copy; `%s`, written by the same command, holds every step, every late write and every difference.\n", maxSequence, form.details)
+	}
 	quiet := true
 	for _, r := range results {
 		if !r.disturbed() {
 			continue
 		}
 		quiet = false
-		fmt.Fprintf(&b, "\n### %s. %s, %s\n\n", r.scenario, title(scenarios, r.scenario), r.mover)
-		if r.moveErr != nil {
-			fmt.Fprintf(&b, "The move failed: %v\n\n", r.moveErr)
-		} else if !r.settled {
-			fmt.Fprintf(&b, "The fleet did not settle in the target %s.\n\n", r.settleNote)
-		}
-		b.WriteString("```\n")
-		for i, line := range r.sequence {
-			if i == maxSequence {
-				fmt.Fprintf(&b, "... and %d more\n", len(r.sequence)-i)
-				break
-			}
-			b.WriteString(line + "\n")
-		}
-		b.WriteString("```\n")
-		for _, d := range r.copyDiffs {
-			fmt.Fprintf(&b, "\n%s:\n\n```diff\n%s\n```\n", d.Key, strings.TrimRight(d.Diff, "\n"))
-		}
+		writeRun(&b, r, title(scenarios, r.scenario), form.full)
 	}
 	if quiet {
 		b.WriteString("\nNone: every figure of every run is zero.\n")
 	}
 	b.WriteString(notes)
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func writeTable(b *strings.Builder, results []result, scenarios []scenario) {
+	b.WriteString("\n## Results\n\n")
+	b.WriteString("| scenario | mover | move | VMs created | VMs deleted | VMs powered off | Machines created | Machines deleted | hosts provisioned | copies differing | late writes | settles |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range results {
+		move := r.duration.Round(100 * time.Millisecond).String()
+		settles := "yes"
+		if !r.settled {
+			settles = "no"
+		}
+		if r.moveErr != nil {
+			move, settles = "failed", "-"
+		}
+		fmt.Fprintf(b, "| %s. %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.scenario, title(scenarios, r.scenario), r.mover, move,
+			r.vmCreated, r.vmDeleted, r.vmPoweredOff, r.machinesCreated, r.machinesDeleted, r.hostsProvisioned, len(r.copyDiffs), len(r.lateWrites), settles)
+	}
+}
+
+// writeRun writes what happened in one run: all of it, or its first lines.
+func writeRun(b *strings.Builder, r result, title string, full bool) {
+	fmt.Fprintf(b, "\n### %s. %s, %s\n\n", r.scenario, title, r.mover)
+	if r.moveErr != nil {
+		fmt.Fprintf(b, "The move failed: %v\n\n", r.moveErr)
+	} else if !r.settled {
+		fmt.Fprintf(b, "The fleet did not settle in the target %s.\n\n", r.settleNote)
+	}
+	sequence := r.sequence
+	if !full {
+		sequence = shortSequence(r.sequence)
+	}
+	b.WriteString("```\n" + strings.Join(sequence, "\n") + "\n```\n")
+	for i, d := range r.copyDiffs {
+		if !full && i > 0 {
+			fmt.Fprintf(b, "\n%d more copies differ: %s.\n", len(r.copyDiffs)-1, joinKeys(r.copyDiffs[1:], 5))
+			break
+		}
+		diff := strings.TrimRight(d.Diff, "\n")
+		if lines := strings.Split(diff, "\n"); !full && len(lines) > maxDiff {
+			diff = strings.Join(lines[:maxDiff], "\n") + fmt.Sprintf("\n  ... %d more lines", len(lines)-maxDiff)
+		}
+		fmt.Fprintf(b, "\n%s:\n\n```diff\n%s\n```\n", d.Key, diff)
+	}
+}
+
+// shortSequence keeps a run's first steps and counts its late writes by
+// controller, from the first to the last.
+func shortSequence(sequence []string) []string {
+	var steps, late []string
+	for _, line := range sequence {
+		if w, ok := strings.CutPrefix(line, lateWritePrefix); ok {
+			late = append(late, w)
+		} else {
+			steps = append(steps, line)
+		}
+	}
+	out := steps
+	if len(steps) > maxSequence {
+		out = append(slices.Clip(steps[:maxSequence]), fmt.Sprintf("... and %d more steps", len(steps)-maxSequence))
+	}
+	if len(late) == 0 {
+		return out
+	}
+	// A late write reads "<time> <controller> <verb> <kind> <object> (<code>)".
+	by := map[string]int{}
+	for _, w := range late {
+		if f := strings.Fields(w); len(f) > 1 {
+			by[f[1]]++
+		}
+	}
+	var counts []string
+	for _, controller := range slices.Sorted(maps.Keys(by)) {
+		counts = append(counts, fmt.Sprintf("%s %d", controller, by[controller]))
+	}
+	first, last := strings.Fields(late[0])[0], strings.Fields(late[len(late)-1])[0]
+	return append(out, fmt.Sprintf("late writes: %d (%s), from %s to %s", len(late), strings.Join(counts, ", "), first, last))
+}
+
+func joinKeys(diffs []copyDiff, most int) string {
+	var keys []string
+	for i, d := range diffs {
+		if i == most {
+			keys = append(keys, fmt.Sprintf("and %d more", len(diffs)-most))
+			break
+		}
+		keys = append(keys, fmt.Sprint(d.Key))
+	}
+	return strings.Join(keys, ", ")
 }
 
 func title(scenarios []scenario, id string) string {

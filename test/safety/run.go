@@ -216,7 +216,7 @@ func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
 	r.sequence = l.sequence(log, tl, mark, keep)
 	l.count(&r, mark, keep, read(), copied, arm)
 	for _, w := range r.lateWrites {
-		r.sequence = append(r.sequence, "late write: "+w.String())
+		r.sequence = append(r.sequence, lateWritePrefix+w.String())
 	}
 	sort.Strings(r.sequence)
 	return r
