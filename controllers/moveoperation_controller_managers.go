@@ -140,14 +140,14 @@ func restartInOrder(ctx context.Context, c client.Client, controllers []quiesce.
 		if len(stage) == 0 {
 			continue
 		}
-		restored, err := quiesce.Restore(ctx, c, stage, fallback)
+		restored, unavailable, err := quiesce.RestoreAndCheck(ctx, c, stage, fallback)
 		if err != nil {
 			return restarting{}, err
 		}
 		out.restored = append(out.restored, restored...)
 		out.gone = append(out.gone, missingFrom(stage, restored)...)
-		if out.unavailable, err = quiesce.Unavailable(ctx, c, restored); err != nil || len(out.unavailable) > 0 {
-			return out, err
+		if out.unavailable = unavailable; len(unavailable) > 0 {
+			return out, nil
 		}
 	}
 	return out, nil

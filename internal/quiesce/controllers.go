@@ -190,37 +190,68 @@ func RunningPods(ctx context.Context, c client.Reader, controllers []Controller)
 // out of what Restore returns, and restoring the others goes on. Restore is
 // idempotent, also after Forget.
 func Restore(ctx context.Context, c client.Client, controllers []Controller, fallback int32) ([]Controller, error) {
+	restored, _, err := RestoreAndCheck(ctx, c, controllers, fallback)
+	return restored, err
+}
+
+// RestoreAndCheck restores as Restore does and says, as Unavailable does,
+// which of the restored controllers are not yet Available, from the same
+// read of each Deployment, read again only after Restore scaled it: a wait
+// for the restart polls both, and one read answers both.
+func RestoreAndCheck(ctx context.Context, c client.Client, controllers []Controller, fallback int32) ([]Controller, map[types.NamespacedName]string, error) {
 	out := make([]Controller, 0, len(controllers))
+	waiting := map[types.NamespacedName]string{}
 	for _, ctrl := range controllers {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, ctrl.Key, d); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+			return nil, nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 		}
-		current := ptr.Deref(d.Spec.Replicas, 1)
-		want := fallback
-		n, annotated, err := recordedReplicas(d)
-		switch {
-		case err != nil:
-			return nil, err
-		case annotated:
-			want = n
-		case ctrl.Recorded != nil:
-			want = *ctrl.Recorded
-		case current > 0:
-			want = current
+		want, err := replicasToRestore(d, ctrl, fallback)
+		if err != nil {
+			return nil, nil, err
 		}
-		if current != want {
+		if current := ptr.Deref(d.Spec.Replicas, 1); current != want {
 			if err := setReplicas(ctx, c, d, want); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
+			// Its rollout is read again: the patch's answer predates it.
+			if err := c.Get(ctx, ctrl.Key, d); err != nil {
+				return nil, nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
+			}
+		}
+		reason, err := notAvailable(d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("computing the status of controller Deployment %s: %w", ctrl.Key, err)
+		}
+		if reason != "" {
+			waiting[ctrl.Key] = reason
 		}
 		ctrl.Replicas = want
 		out = append(out, ctrl)
 	}
-	return out, nil
+	return out, waiting, nil
+}
+
+// replicasToRestore is the count Restore gives a controller's Deployment d:
+// its annotation, else the status's record, else what it runs now if it
+// runs, else fallback.
+func replicasToRestore(d *appsv1.Deployment, ctrl Controller, fallback int32) (int32, error) {
+	current := ptr.Deref(d.Spec.Replicas, 1)
+	n, annotated, err := recordedReplicas(d)
+	switch {
+	case err != nil:
+		return 0, err
+	case annotated:
+		return n, nil
+	case ctrl.Recorded != nil:
+		return *ctrl.Recorded, nil
+	case current > 0:
+		return current, nil
+	}
+	return fallback, nil
 }
 
 // Unavailable returns the controllers that are not yet Available at their
