@@ -135,6 +135,9 @@ type options struct {
 	// served while their Deployments are at zero (see
 	// capiprovider.Installation.SetConversionWhileStopped).
 	conversionWhileStopped bool
+	// podStartLatency is how long a scheduled pod of the local clusters
+	// takes to become Ready (localcluster.Options.PodStartLatency).
+	podStartLatency time.Duration
 }
 
 // movers are the movers every repetition runs.
@@ -174,6 +177,7 @@ func parseOptions(args []string) (options, error) {
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
 	fs.StringVar(&o.goMemLimit, "operator-gomemlimit", "deployment", "the operator's GOMEMLIMIT: \"deployment\" for the one the Deployment in "+installed.InstallPath+" gives it, \"off\" for none, or a value such as 128MiB")
+	fs.DurationVar(&o.podStartLatency, "pod-start-latency", 0, "how long a scheduled pod of the local clusters takes to become Running and Ready (kwok's pod-ready stage); 0: at once, as kwok does. A provider's pod on a real node takes seconds: the container starts, the manager syncs its caches and starts its webhook server, and the kubelet's readiness probe sees it")
 	fs.BoolVar(&o.conversionWhileStopped, "conversion-while-stopped", false, "serve the providers' CRD conversion webhooks while their Deployments are at zero, admission still refused: what a move would cost if stopping the controllers did not stop conversion (not what real providers do)")
 	fs.StringVar(&o.heapProfileDir, "heap-profile", "", "sample the operator's heap every 2 s during its moves and write the profile taken at the peak to this directory")
 	if err := fs.Parse(args); err != nil {

@@ -88,6 +88,9 @@ func (b *bench) prepareOperator() error {
 		gogc += " (the Deployment's)"
 	}
 	b.machine.settings += ", GOGC " + gogc
+	if b.opts.podStartLatency > 0 {
+		b.machine.settings += fmt.Sprintf("; pods Ready %s after they are scheduled (-pod-start-latency)", b.opts.podStartLatency)
+	}
 	if b.opts.conversionWhileStopped {
 		b.machine.settings += "; conversion webhooks served while the providers are at zero (-conversion-while-stopped)"
 	}

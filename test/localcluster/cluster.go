@@ -66,6 +66,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf receives progress lines, e.g. testing.T.Logf. Default: discarded.
 	Logf func(format string, args ...any)
+	// PodStartLatency is how long kwok waits before it makes a scheduled
+	// pod Running and Ready (see podStartStages). Default 0: at once.
+	PodStartLatency time.Duration
 }
 
 // Cluster is a running local management cluster.
@@ -153,7 +156,7 @@ func Start(ctx context.Context, name string, opts Options) (_ *Cluster, err erro
 	if err := c.startControlPlane(binDir); err != nil {
 		return nil, err
 	}
-	if err := c.startComponents(binDir); err != nil {
+	if err := c.startComponents(binDir, opts.PodStartLatency); err != nil {
 		return nil, err
 	}
 	if err := c.waitReady(ctx, opts.Nodes); err != nil {
@@ -284,7 +287,11 @@ func writeKubeconfig(path, clusterName, userName string, cfg *rest.Config) error
 
 // startComponents starts kube-controller-manager, kube-scheduler and kwok,
 // each with its own system:masters user so the API server's logs tell them apart.
-func (c *Cluster) startComponents(binDir string) error {
+func (c *Cluster) startComponents(binDir string, podStartLatency time.Duration) error {
+	stages, err := c.podStartStages(binDir, podStartLatency)
+	if err != nil {
+		return err
+	}
 	type component struct {
 		binary string
 		args   func(kubeconfig string) []string
@@ -320,7 +327,7 @@ func (c *Cluster) startComponents(binDir string) error {
 		{kwokBinary, func(kubeconfig string) []string {
 			return []string{
 				"--kubeconfig=" + kubeconfig,
-				"--config=" + filepath.Join(binDir, kwokStagesFile),
+				"--config=" + stages,
 				"--manage-all-nodes=false",
 				"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=" + FakeNodeValue,
 				// kwok's defaults are routable ranges; nothing in a test may
@@ -515,4 +522,33 @@ func (c *Cluster) RemoveLogs() error {
 		return fmt.Errorf("removing the logs of local cluster %s: %w", c.Name, err)
 	}
 	return nil
+}
+
+// podStartStages returns the kwok stages the cluster runs with: the shared
+// ones, or, with a latency, a copy of them in the cluster's directory whose
+// pod-ready stage waits that long. kwok makes a scheduled pod Running and
+// Ready at once; a real node pulls nothing for an image it holds, but
+// starts the container, and a provider's manager reports Ready only once
+// its caches are synced and its webhook server listens, and the kubelet
+// sees it at the readiness probe's next period.
+func (c *Cluster) podStartStages(binDir string, latency time.Duration) (string, error) {
+	shared := filepath.Join(binDir, kwokStagesFile)
+	if latency <= 0 {
+		return shared, nil
+	}
+	content, err := os.ReadFile(shared)
+	if err != nil {
+		return "", fmt.Errorf("reading the kwok stages: %w", err)
+	}
+	const podReady = "  name: pod-ready\nspec:\n"
+	if !strings.Contains(string(content), podReady) {
+		return "", fmt.Errorf("the kwok stages %s have no pod-ready stage to delay", shared)
+	}
+	delayed := strings.Replace(string(content), podReady,
+		fmt.Sprintf("%s  delay:\n    durationMilliseconds: %d\n", podReady, latency.Milliseconds()), 1)
+	out := c.path(kwokStagesFile)
+	if err := os.WriteFile(out, []byte(delayed), 0o644); err != nil {
+		return "", fmt.Errorf("writing the kwok stages: %w", err)
+	}
+	return out, nil
 }

@@ -39,6 +39,9 @@ type Options struct {
 	Hosts bool
 	// Logf receives progress lines. Default: standard error.
 	Logf func(format string, args ...any)
+	// PodStartLatency is how long a scheduled pod takes to become Running
+	// and Ready (localcluster.Options.PodStartLatency). Default 0.
+	PodStartLatency time.Duration
 	// Logger is given to controller-runtime's log.SetLogger by Main; the
 	// webhooks served in-process log through it. Default: discarded.
 	Logger *logr.Logger
@@ -125,7 +128,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 }
 
 func startManagement(ctx context.Context, name string, opts Options, env *Env) (*Management, error) {
-	c, err := localcluster.Start(ctx, name, localcluster.Options{Logf: opts.Logf})
+	c, err := localcluster.Start(ctx, name, localcluster.Options{Logf: opts.Logf, PodStartLatency: opts.PodStartLatency})
 	if err != nil {
 		return nil, err
 	}
