@@ -18,7 +18,7 @@ import (
 // installBypass lets the operator's own requests past the webhooks served
 // by the controllers this move stops, in both clusters.
 func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, target *remote.Target) error {
-	for _, c := range r.clusters(target) {
+	return r.forBoth(ctx, target, func(ctx context.Context, _ int, c clusterClient) error {
 		who, err := quiesce.WhoAmI(ctx, c.client)
 		if err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)
@@ -30,8 +30,8 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 		if _, err := quiesce.InstallBypass(ctx, c.client, wh.Served, who.Username); err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // followIdentities makes the webhook bypass in each cluster let through

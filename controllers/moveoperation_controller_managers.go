@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,20 +95,28 @@ func (r *MoveOperationReconciler) managersOf(ctx context.Context, mo *movev1alph
 func (r *MoveOperationReconciler) stopControllers(ctx context.Context, s *scope, target *remote.Target) (map[string]int, error) {
 	remaining := map[string]int{}
 	for _, managersNow := range []bool{true, false} {
-		for _, c := range r.clusters(target) {
+		running := make([]map[types.NamespacedName]int, 2)
+		err := r.forBoth(ctx, target, func(ctx context.Context, i int, c clusterClient) error {
 			providers, managers := quiesce.SplitManagers(r.recordedControllers(s, c.role))
 			stage := providers
 			if managersNow {
 				stage = managers
 			}
 			if err := quiesce.ScaleDown(ctx, c.client, stage); err != nil {
-				return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+				return fmt.Errorf("%s cluster: %w", c.role, err)
 			}
 			pods, err := quiesce.RunningPods(ctx, c.client, stage)
 			if err != nil {
-				return nil, fmt.Errorf("%s cluster: %w", c.role, err)
+				return fmt.Errorf("%s cluster: %w", c.role, err)
 			}
-			for k, n := range pods {
+			running[i] = pods
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for i, c := range r.clusters(target) {
+			for k, n := range running[i] {
 				remaining[fmt.Sprintf("%s %s", c.role, k)] = n
 			}
 		}
@@ -175,16 +184,21 @@ func missingFrom(controllers, restored []quiesce.Controller) []types.NamespacedN
 // objects with their provider running there would let it delete their
 // infrastructure as well.
 func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope, target *remote.Target) (outcome, error) {
-	var restarted []string
-	for _, c := range r.clusters(target) {
+	perCluster := make([]string, 2)
+	err := r.forBoth(ctx, target, func(ctx context.Context, i int, c clusterClient) error {
 		found, err := quiesce.Restarted(ctx, c.client, r.recordedControllers(s, c.role))
 		if err != nil {
-			return outcome{}, fmt.Errorf("%s cluster: %w", c.role, err)
+			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}
 		if len(found) > 0 {
-			restarted = append(restarted, fmt.Sprintf("in the %s cluster %s", strings.ToLower(string(c.role)), formatReasons(found)))
+			perCluster[i] = fmt.Sprintf("in the %s cluster %s", strings.ToLower(string(c.role)), formatReasons(found))
 		}
+		return nil
+	})
+	if err != nil {
+		return outcome{}, err
 	}
+	restarted := slices.DeleteFunc(perCluster, func(found string) bool { return found == "" })
 	if len(restarted) == 0 {
 		return done(), nil
 	}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/utils/ptr"
@@ -46,22 +47,26 @@ func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *sco
 	if err := r.suspendGitOps(ctx, s); err != nil {
 		return outcome{}, err
 	}
-	var recorded []movev1alpha1.RecordedController
-	for _, c := range r.clusters(target) {
+	perCluster := make([][]movev1alpha1.RecordedController, 2)
+	err = r.forBoth(ctx, target, func(ctx context.Context, i int, c clusterClient) error {
 		controllers, err := r.selectControllers(ctx, s, c.client, c.role)
 		if err != nil {
-			return outcome{}, err
+			return err
 		}
 		stopped, err := quiesce.Record(ctx, c.client, controllers)
 		if err != nil {
-			return outcome{}, fmt.Errorf("%s cluster: %w", c.role, err)
+			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}
 		for _, d := range stopped {
-			recorded = append(recorded, movev1alpha1.RecordedController{
+			perCluster[i] = append(perCluster[i], movev1alpha1.RecordedController{
 				Cluster: c.role, Namespace: d.Key.Namespace, Name: d.Key.Name, OriginalReplicas: ptr.Deref(d.Recorded, d.Replicas), Manager: d.Manager,
 			})
 		}
+		return nil
+	})
+	if err != nil {
+		return outcome{}, err
 	}
-	s.mo.Status.Controllers = recorded
+	s.mo.Status.Controllers = slices.Concat(perCluster...)
 	return done(), nil
 }

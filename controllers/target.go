@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,4 +49,22 @@ type clusterClient struct {
 // restored.
 func (r *MoveOperationReconciler) clusters(target *remote.Target) []clusterClient {
 	return []clusterClient{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}}
+}
+
+// forBoth runs do for both clusters at once, target as i 0 and source as
+// 1, and joins their errors. The steps that act on each cluster alike and
+// in no order (the bypass, the record of the controllers, stopping them,
+// checking they stay stopped) need not wait for the other cluster's
+// requests: every provider is stopped, or about to be, while they run.
+// The restores, which go target first, do not use it. do must write
+// nothing shared but its own index of a slice.
+func (r *MoveOperationReconciler) forBoth(ctx context.Context, target *remote.Target, do func(ctx context.Context, i int, c clusterClient) error) error {
+	cs := r.clusters(target)
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = do(ctx, i, c) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
