@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -246,17 +247,32 @@ func checkKinds(ctx context.Context, e *Env) error {
 	if e.SourceTypesCache == nil {
 		e.SourceTypesCache = &graph.TypesCache{}
 	}
-	ts, err := e.SourceTypesCache.Discover(ctx, e.Source)
-	if err != nil {
-		return fmt.Errorf("discovering the kinds to move in the source: %w", err)
+	// Both clusters at once: a list of Cluster API's CRDs, schemas and
+	// all, is the largest read of a small move's checks.
+	var source, target *graph.Types
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if source, err = e.SourceTypesCache.Discover(gctx, e.Source); err != nil {
+			return fmt.Errorf("discovering the kinds to move in the source: %w", err)
+		}
+		return nil
+	})
+	if e.targetReady() {
+		g.Go(func() (err error) {
+			if target, err = graph.DiscoverTypes(gctx, e.Target.Client); err != nil {
+				return fmt.Errorf("discovering the kinds to move in the target: %w", err)
+			}
+			return nil
+		})
 	}
-	e.SourceTypes = ts
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	e.SourceTypes = source
 	if !e.targetReady() {
 		return nil
 	}
-	if e.TargetTypes, err = graph.DiscoverTypes(ctx, e.Target.Client); err != nil {
-		return fmt.Errorf("discovering the kinds to move in the target: %w", err)
-	}
+	e.TargetTypes = target
 	if err := CheckCRDs(e.SourceTypes, e.TargetTypes); err != nil {
 		e.find(movev1alpha1.ReasonCRDMismatch, err.Error())
 	}
