@@ -571,3 +571,25 @@ func TestARollbackThatCannotClearTheTargetSaysTheSourceIsRestoredAndKeepsTheTarg
 	g.Expect(f.target.holds(t, theCluster, theMachineSet, theSecret, theNamespace)).To(BeEmpty())
 	g.Expect(f.target.replicas(t)).To(Equal(int32(1)), "the target's controllers come back once its copies are gone")
 }
+
+func TestTheSourcesProvidersStartAsSoonAsTheTargetsAreScaledUpNotOnceTheyAreAvailable(t *testing.T) {
+	g := NewWithT(t)
+	f := newMoveFixture(t)
+	f.mo.Status.Phase = movev1alpha1.PhaseRestoringTarget
+	f.mo.Status.PhaseTransitions = append(f.mo.Status.PhaseTransitions,
+		movev1alpha1.PhaseTransition{Phase: movev1alpha1.PhaseDeleting, Time: metav1.Now()},
+		movev1alpha1.PhaseTransition{Phase: movev1alpha1.PhaseRestoringTarget, Time: metav1.Now()})
+	f.target.stallRollouts()
+	f.journal.reset()
+
+	o, err := f.reconcile((*MoveOperationReconciler).reconcileRestoringTarget)
+	expectation{kind: outcomeWait, says: []string{"Target controllers not yet Available"}}.check(t, o, err)
+	g.Expect(f.source.replicas(t)).To(Equal(int32(1)), "the source's provider starts while the target's is starting:\n%s", f.journal)
+	f.journal.expectBefore(t, "target patch Deployment", "source patch Deployment", "the target's providers are scaled up first")
+
+	// Looking again while the target's pods start scales nothing again.
+	f.journal.reset()
+	o, err = f.reconcile((*MoveOperationReconciler).reconcileRestoringTarget)
+	expectation{kind: outcomeWait}.check(t, o, err)
+	g.Expect(f.journal.index("source patch Deployment", false)).To(Equal(-1), "the source's providers are started once:\n%s", f.journal)
+}

@@ -75,6 +75,9 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	r.reportGone(ctx, s, role, restart.gone)
+	if role == movev1alpha1.ClusterTarget && phaseOf(mo) == movev1alpha1.PhaseRestoringTarget {
+		r.runFor(mo.UID).targetScaledUp = true
+	}
 	if len(restart.unavailable) > 0 {
 		timeout := mo.Spec.Timeouts.ScaleUpTimeout()
 		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(restart.unavailable))

@@ -78,6 +78,11 @@ type run struct {
 	waiting      string
 	waitingSince time.Time
 
+	// targetScaledUp is set once RestoringTarget has scaled the target's
+	// controllers back; sourceStarted once it has then scaled the source's
+	// providers back (see startSourceProviders).
+	targetScaledUp, sourceStarted bool
+
 	// sourceRestored is set once a rollback has restored the source.
 	sourceRestored bool
 	// targetCleared is set once a rollback has deleted what the move
