@@ -424,9 +424,12 @@ const (
 	// PhaseDeleting: deletes the moved objects from the source (point of no return).
 	PhaseDeleting MovePhase = "Deleting"
 	// PhaseRestoringTarget: restarts the target's controllers, removes the
-	// bypass and unpauses the moved Clusters.
+	// bypass and unpauses the moved Clusters; the source's providers are
+	// scaled back right after the target's, so that their pods start
+	// meanwhile.
 	PhaseRestoringTarget MovePhase = "RestoringTarget"
-	// PhaseRestoringSource: restarts the source's controllers.
+	// PhaseRestoringSource: waits for the source's controllers, restarts
+	// its managers, removes the bypass and unpauses what stays.
 	PhaseRestoringSource MovePhase = "RestoringSource"
 	// PhaseDone: the move completed.
 	PhaseDone MovePhase = "Done"
