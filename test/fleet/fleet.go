@@ -80,8 +80,12 @@ type Fleet struct {
 	Clusters []WorkloadCluster
 	// Namespaces holds the fleet's namespaces, ClassNamespace included.
 	Namespaces []string
-	// Identity is the name of the cluster-scoped LoopClusterIdentity.
+	// Identity is the name of the cluster-scoped LoopClusterIdentity (of
+	// the first fleet, for fleets joined by Join).
 	Identity string
+	// Identities names every cluster-scoped LoopClusterIdentity: Identity
+	// alone, or one per fleet joined.
+	Identities []string
 	// ClusterClasses are the ClusterClasses created.
 	ClusterClasses []client.ObjectKey
 	// Objects counts the objects created, by kind.
@@ -102,6 +106,29 @@ type WorkloadCluster struct {
 	// Hosts are the names of its BareMetalHosts (Options.Hosts), one per
 	// worker Machine.
 	Hosts []string
+}
+
+// Join is the fleets as one (created apart, in the same management
+// cluster): their clusters, namespaces, identities, ClusterClasses and
+// object counts together. A pivot's fleet is so made: the self-hosted
+// cluster's, whose workload cluster is the target management cluster, and
+// the others'.
+func Join(fleets ...*Fleet) *Fleet {
+	out := &Fleet{Objects: map[string]int{}}
+	for _, f := range fleets {
+		if out.Identity == "" {
+			out.Identity = f.Identity
+		}
+		out.Clusters = append(out.Clusters, f.Clusters...)
+		out.Namespaces = append(out.Namespaces, f.Namespaces...)
+		out.Identities = append(out.Identities, f.Identities...)
+		out.ClusterClasses = append(out.ClusterClasses, f.ClusterClasses...)
+		for kind, n := range f.Objects {
+			out.Objects[kind] += n
+		}
+		out.Duration += f.Duration
+	}
+	return out
 }
 
 // Total is the number of objects created.
@@ -172,7 +199,7 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 	if err != nil {
 		return nil, err
 	}
-	f.Identity = identity
+	f.Identity, f.Identities = identity, []string{identity}
 
 	shapes := make([]Shape, opts.Clusters)
 	for i := range shapes {

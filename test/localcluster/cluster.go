@@ -69,6 +69,13 @@ type Options struct {
 	// PodStartLatency is how long kwok waits before it makes a scheduled
 	// pod Running and Ready (see podStartStages). Default 0: at once.
 	PodStartLatency time.Duration
+	// CACert and CAKey (PEM), when set, are the cluster's certificate
+	// authority, as kubeadm sets one up: it signs the API server's serving
+	// certificate, and every client certificate it signs authenticates.
+	// That is what makes the cluster the workload cluster of a Cluster
+	// whose <cluster>-ca Secret holds them (a self-hosted management
+	// cluster, see package workload). Default: envtest's own CA.
+	CACert, CAKey []byte
 }
 
 // Cluster is a running local management cluster.
@@ -153,7 +160,7 @@ func Start(ctx context.Context, name string, opts Options) (_ *Cluster, err erro
 	if err := c.makeDirs(opts.Dir); err != nil {
 		return nil, err
 	}
-	if err := c.startControlPlane(binDir); err != nil {
+	if err := c.startControlPlane(binDir, opts.CACert, opts.CAKey); err != nil {
 		return nil, err
 	}
 	if err := c.startComponents(binDir, opts.PodStartLatency); err != nil {
@@ -205,7 +212,8 @@ func (c *Cluster) logFile(component string) (*os.File, error) {
 
 // startControlPlane starts etcd and kube-apiserver through envtest, then
 // provisions the users the other components and clients authenticate as.
-func (c *Cluster) startControlPlane(binDir string) error {
+// With a CA, the API server serves and authenticates with it.
+func (c *Cluster) startControlPlane(binDir string, caCert, caKey []byte) error {
 	etcdWrapper, apiWrapper := c.path("bin", etcdBinary), c.path("bin", apiServerBinary)
 	if err := writeExecWrapper(etcdWrapper, filepath.Join(binDir, etcdBinary)); err != nil {
 		return err
@@ -234,6 +242,11 @@ func (c *Cluster) startControlPlane(binDir string) error {
 	// do not send.
 	apiServer.Configure().Set("disable-admission-plugins", "ServiceAccount,TaintNodesByCondition")
 	auditIfAsked(apiServer, c.path(), c.LogDir)
+	if caCert != nil {
+		if err := c.serveWithCA(apiServer, caCert, caKey); err != nil {
+			return err
+		}
+	}
 
 	c.env = &envtest.Environment{
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
@@ -255,6 +268,29 @@ func (c *Cluster) startControlPlane(binDir string) error {
 	c.Config = admin
 	c.KubeconfigPath = c.path("kubeconfig")
 	return writeKubeconfig(c.KubeconfigPath, c.Name, "admin", admin)
+}
+
+// serveWithCA makes the API server serve, on a free loopback port, a
+// certificate the CA signs, and accept the client certificates it signs.
+func (c *Cluster) serveWithCA(apiServer *envtest.APIServer, caCert, caKey []byte) error {
+	authn, err := newCAAuthn(caCert, caKey)
+	if err != nil {
+		return fmt.Errorf("local cluster %s: %w", c.Name, err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	const host = "127.0.0.1"
+	if err := authn.writeServingFiles(c.path("pki"), host); err != nil {
+		return fmt.Errorf("local cluster %s: %w", c.Name, err)
+	}
+	apiServer.SecureServing = envtest.SecureServing{
+		ListenAddr: envtest.ListenAddr{Address: host, Port: fmt.Sprint(port)},
+		Authn:      authn,
+		CA:         caCert,
+	}
+	return nil
 }
 
 // addUser provisions a client certificate user in system:masters.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,8 +49,13 @@ func PhaseOrder() []string {
 // RBAC of that file as its only rights in the source (test/installed), and
 // a target credential made as `manager target-access` makes it.
 type Operator struct {
-	client client.WithWatch
-	run    *installed.Running
+	client  client.WithWatch
+	run     *installed.Running
+	install *installed.Install
+	process installed.Process
+	workDir string
+	// starts counts the manager's starts, which name their logs.
+	starts int
 }
 
 // StartOperator installs the MoveOperation CRD and the operator's identity
@@ -58,15 +64,22 @@ type Operator struct {
 // repository root (testenv.RepositoryRoot); the manager's log and
 // credentials are kept in workDir.
 func StartOperator(ctx context.Context, env *testenv.Env, root, workDir string) (*Operator, error) {
+	return StartOperatorIn(ctx, env.Source, env.Target, root, workDir)
+}
+
+// StartOperatorIn is StartOperator with the operator installed in source
+// and moving to target, whichever of an Env's clusters they are: after a
+// pivot, the operator installed in the self-hosted cluster moves back.
+func StartOperatorIn(ctx context.Context, source, target *testenv.Management, root, workDir string) (*Operator, error) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(movev1alpha1.AddToScheme(scheme))
-	if _, err := envtest.InstallCRDs(env.Source.Config, envtest.CRDInstallOptions{
+	if _, err := envtest.InstallCRDs(source.Config, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
 	}); err != nil {
 		return nil, fmt.Errorf("installing the MoveOperation CRD in the source: %w", err)
 	}
-	admin, err := client.NewWithWatch(env.Source.Config, client.Options{Scheme: scheme})
+	admin, err := client.NewWithWatch(source.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for the source: %w", err)
 	}
@@ -74,7 +87,7 @@ func StartOperator(ctx context.Context, env *testenv.Env, root, workDir string) 
 	if err != nil {
 		return nil, err
 	}
-	identity, err := install.Grant(ctx, env.Source.Config, filepath.Join(workDir, "identity"))
+	identity, err := install.Grant(ctx, source.Config, filepath.Join(workDir, "identity"))
 	if err != nil {
 		return nil, fmt.Errorf("giving the operator its installed identity in the source: %w", err)
 	}
@@ -82,7 +95,7 @@ func StartOperator(ctx context.Context, env *testenv.Env, root, workDir string) 
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, _, err := targetaccess.Grant(ctx, env.Target.Config, manifest, targetaccess.Options{})
+	kubeconfig, _, err := targetaccess.Grant(ctx, target.Config, manifest, targetaccess.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("making the operator's target credential: %w", err)
 	}
@@ -93,11 +106,36 @@ func StartOperator(ctx context.Context, env *testenv.Env, root, workDir string) 
 	if err != nil {
 		return nil, err
 	}
-	run, err := install.Start(ctx, installed.Process{Binary: binary, Identity: identity}, filepath.Join(workDir, "operator.log"))
-	if err != nil {
+	o := &Operator{client: admin, install: install, process: installed.Process{Binary: binary, Identity: identity}, workDir: workDir}
+	if err := o.start(ctx); err != nil {
 		return nil, err
 	}
-	return &Operator{client: admin, run: run}, nil
+	return o, nil
+}
+
+// start starts the manager; the first start logs to operator.log, a
+// restart to operator-<n>.log.
+func (o *Operator) start(ctx context.Context) error {
+	logPath := filepath.Join(o.workDir, "operator.log")
+	if o.starts > 0 {
+		logPath = filepath.Join(o.workDir, fmt.Sprintf("operator-%d.log", o.starts))
+	}
+	run, err := o.install.Start(ctx, o.process, logPath)
+	if err != nil {
+		return err
+	}
+	o.run = run
+	o.starts++
+	return nil
+}
+
+// Crash kills the manager at once, as a node that dies would, and starts
+// it again, as the Deployment's ReplicaSet would.
+func (o *Operator) Crash(ctx context.Context) error {
+	if err := o.run.Kill(); err != nil {
+		return fmt.Errorf("killing the operator: %w", err)
+	}
+	return o.start(ctx)
 }
 
 // Stop stops the operator as the kubelet stops its pod, and waits until it
@@ -120,6 +158,12 @@ func OperatorTimeline() *Timeline { return newTimeline(PhaseOrder()) }
 // it returns the timeline and the MoveOperation as it ended. The
 // MoveOperation stays: Delete removes it.
 func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespaces []string, options ...SpecOption) (*Timeline, *movev1alpha1.MoveOperation, error) {
+	return o.MoveCrashingIn(ctx, tl, name, namespaces, nil, options...)
+}
+
+// MoveCrashingIn is Move, with the operator crashed (Crash) as soon as the
+// move is seen in each of the given phases, once each.
+func (o *Operator) MoveCrashingIn(ctx context.Context, tl *Timeline, name string, namespaces []string, crashIn []movev1alpha1.MovePhase, options ...SpecOption) (*Timeline, *movev1alpha1.MoveOperation, error) {
 	mo := &movev1alpha1.MoveOperation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: moveNamespace, Name: name},
 		Spec: movev1alpha1.MoveOperationSpec{
@@ -165,6 +209,12 @@ func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespac
 			if p := mo.Status.Phase; p == movev1alpha1.PhaseDone || p == movev1alpha1.PhaseFailed {
 				tl.Ended = time.Now()
 				return tl, mo, nil
+			}
+			if i := slices.Index(crashIn, mo.Status.Phase); i >= 0 {
+				crashIn = slices.Delete(slices.Clone(crashIn), i, i+1)
+				if err := o.Crash(ctx); err != nil {
+					return tl, mo, fmt.Errorf("crashing the operator in %s of MoveOperation %s: %w", mo.Status.Phase, name, err)
+				}
 			}
 		}
 	}

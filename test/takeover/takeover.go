@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ import (
 func InFleet(f *fleet.Fleet) func(namespace, name string) bool {
 	return func(namespace, name string) bool {
 		if namespace == "" {
-			return name != "" && name == f.Identity
+			return name != "" && slices.Contains(f.Identities, name)
 		}
 		for _, ns := range f.Namespaces {
 			if ns == namespace {

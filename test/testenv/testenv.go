@@ -39,6 +39,12 @@ type Options struct {
 	Hosts bool
 	// Logf receives progress lines. Default: standard error.
 	Logf func(format string, args ...any)
+	// SelfHosted (with Controllers) makes the target management cluster
+	// also a workload cluster, served at Env.SelfHosted: a fleet created
+	// with fleet.Live{Workload: env.SelfHosted} in the source is the
+	// Cluster whose control plane, kubeconfig and Nodes are the target's,
+	// which moving it there makes self-hosted (a pivot). Off by default.
+	SelfHosted bool
 	// PodStartLatency is how long a scheduled pod takes to become Running
 	// and Ready (localcluster.Options.PodStartLatency). Default 0.
 	PodStartLatency time.Duration
@@ -60,6 +66,9 @@ type Env struct {
 	// Workload is the API server every workload cluster of the fleets
 	// points at, nil unless Options.Controllers.
 	Workload *workload.Server
+	// SelfHosted serves the target management cluster as a workload
+	// cluster, nil unless Options.SelfHosted.
+	SelfHosted *workload.Server
 }
 
 // Management is one local management cluster with a client for it.
@@ -82,8 +91,18 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Hosts && !opts.CAPI {
 		return nil, errors.New("testenv: Hosts needs CAPI")
 	}
+	if opts.SelfHosted && !opts.Controllers {
+		return nil, errors.New("testenv: SelfHosted needs Controllers")
+	}
 	began := time.Now()
 	env := &Env{}
+	var selfHosted *workload.Certificates
+	if opts.SelfHosted {
+		var err error
+		if selfHosted, err = workload.NewCertificates(); err != nil {
+			return nil, fmt.Errorf("generating the self-hosted cluster's certificates: %w", err)
+		}
+	}
 	workloadDone := make(chan error, 1)
 	if opts.Controllers {
 		env.Cloud = cloud.New()
@@ -102,7 +121,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	results := map[string]chan result{"source": make(chan result, 1), "target": make(chan result, 1)}
 	for name, ch := range results {
 		go func() {
-			m, err := startManagement(ctx, name, opts, env)
+			var ca *workload.Certificates
+			if name == "target" {
+				ca = selfHosted
+			}
+			m, err := startManagement(ctx, name, opts, env, ca)
 			ch <- result{m, err}
 		}()
 	}
@@ -110,6 +133,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	env.Source, env.Target = src.m, tgt.m
 	if err := errors.Join(src.err, tgt.err, <-workloadDone); err != nil {
 		return nil, errors.Join(err, env.Stop())
+	}
+	if selfHosted != nil {
+		var err error
+		if env.SelfHosted, err = workload.OnCluster(env.Target.Cluster, selfHosted); err != nil {
+			return nil, errors.Join(err, env.Stop())
+		}
 	}
 	env.StartupDuration = time.Since(began)
 	what := "two local management clusters"
@@ -122,13 +151,22 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Hosts {
 		what += ", with BareMetalHosts"
 	}
+	if opts.SelfHosted {
+		what += ", the target a workload cluster too"
+	}
 	opts.Logf("%s ready in %s (source %s, target %s)", what, env.StartupDuration.Round(time.Millisecond),
 		env.Source.StartupDuration.Round(time.Millisecond), env.Target.StartupDuration.Round(time.Millisecond))
 	return env, nil
 }
 
-func startManagement(ctx context.Context, name string, opts Options, env *Env) (*Management, error) {
-	c, err := localcluster.Start(ctx, name, localcluster.Options{Logf: opts.Logf, PodStartLatency: opts.PodStartLatency})
+// startManagement starts one management cluster; with certs, its API
+// server serves and authenticates with their CA (Options.SelfHosted).
+func startManagement(ctx context.Context, name string, opts Options, env *Env, certs *workload.Certificates) (*Management, error) {
+	clusterOpts := localcluster.Options{Logf: opts.Logf, PodStartLatency: opts.PodStartLatency}
+	if certs != nil {
+		clusterOpts.CACert, clusterOpts.CAKey = certs.CA.Cert, certs.CA.Key
+	}
+	c, err := localcluster.Start(ctx, name, clusterOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +231,7 @@ func (e *Env) LogDirs() string {
 		}
 	}
 	if e.Workload != nil {
-		dirs = append(dirs, "workload: "+e.Workload.API.LogDir)
+		dirs = append(dirs, "workload: "+e.Workload.LogDir)
 	}
 	return strings.Join(dirs, ", ")
 }

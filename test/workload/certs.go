@@ -36,7 +36,8 @@ type Certificates struct {
 	APIServerEtcdClient KeyPair
 }
 
-func newCertificates() (*Certificates, error) {
+// NewCertificates makes a cluster's certificate authorities and key pairs.
+func NewCertificates() (*Certificates, error) {
 	var c Certificates
 	var err error
 	caCert, caKey, err := newCA("kubernetes")

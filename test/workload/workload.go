@@ -1,15 +1,19 @@
 package workload
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,20 +29,29 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// Server is the shared workload API server of one test environment.
+// Server is an API server the workload clusters of a test environment
+// point at: the shared workload API server (Start), or a local management
+// cluster that is itself the workload cluster of one Cluster (OnCluster,
+// a self-hosted management cluster).
 type Server struct {
-	// API is the running etcd and kube-apiserver.
-	API *localcluster.APIServer
-	// Client is a system:masters client of the workload API server.
+	// Client is a system:masters client of the server.
 	Client client.Client
+	// LogDir holds the server's process logs.
+	LogDir string
 
-	certs *Certificates
+	url        string
+	host       string
+	port       int32
+	certs      *Certificates
+	addAdmin   func() (*rest.Config, error)
+	stop       func() error
+	removeLogs func() error
 }
 
 // Start generates the workload clusters' certificates and starts the
 // workload API server with them.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	certs, err := newCertificates()
+	certs, err := NewCertificates()
 	if err != nil {
 		return nil, fmt.Errorf("generating the workload clusters' certificates: %w", err)
 	}
@@ -51,23 +64,62 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(api.Config, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
+	s := &Server{
+		LogDir: api.LogDir, url: api.URL(), host: api.Host, port: int32(api.Port), certs: certs,
+		addAdmin:   func() (*rest.Config, error) { return api.AddUser("kubernetes-admin", "system:masters") },
+		stop:       api.Stop,
+		removeLogs: api.RemoveLogs,
+	}
+	if s.Client, err = client.New(api.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
 		return nil, errors.Join(fmt.Errorf("creating a client for the workload API server: %w", err), api.Stop())
 	}
-	return &Server{API: api, Client: c, certs: certs}, nil
+	return s, nil
 }
 
-// Stop stops the workload API server.
-func (s *Server) Stop() error { return s.API.Stop() }
+// OnCluster serves as workload cluster the local cluster c, which must
+// have been started with certs' CA (localcluster.Options.CACert): a
+// management cluster that a Cluster of a fleet stands for, so that its
+// control-plane endpoint, kubeconfig and Nodes are the cluster's own, as
+// after a pivot. Stop and RemoveLogs leave c to whoever started it.
+func OnCluster(c *localcluster.Cluster, certs *Certificates) (*Server, error) {
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		return nil, fmt.Errorf("the address of %s: %w", c, err)
+	}
+	port, err := strconv.ParseInt(u.Port(), 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("the port of %s: %w", c, err)
+	}
+	if !bytes.Equal(c.Config.CAData, certs.CA.Cert) {
+		return nil, fmt.Errorf("%s does not serve with the workload certificates' CA: start it with localcluster.Options.CACert", c)
+	}
+	s := &Server{
+		LogDir: c.LogDir, url: u.Scheme + "://" + u.Host, host: u.Hostname(), port: int32(port), certs: certs,
+		addAdmin: func() (*rest.Config, error) {
+			cfg, _, err := c.AddUser("kubernetes-admin")
+			return cfg, err
+		},
+		stop:       func() error { return nil },
+		removeLogs: func() error { return nil },
+	}
+	if s.Client, err = client.New(c.Config, client.Options{Scheme: scheme.Scheme}); err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", c, err)
+	}
+	return s, nil
+}
+
+// Stop stops the workload API server (not a cluster served by OnCluster).
+func (s *Server) Stop() error { return s.stop() }
 
 // RemoveLogs removes the server's logs; call it after Stop.
-func (s *Server) RemoveLogs() error { return s.API.RemoveLogs() }
+func (s *Server) RemoveLogs() error { return s.removeLogs() }
 
-// Endpoint is the control plane endpoint of every workload cluster here.
-func (s *Server) Endpoint() (host string, port int32) { return s.API.Host, int32(s.API.Port) }
+// Endpoint is the control plane endpoint of every workload cluster served
+// here.
+func (s *Server) Endpoint() (host string, port int32) { return s.host, s.port }
 
-// Certificates returns the certificates every workload cluster shares.
+// Certificates returns the certificates every workload cluster served here
+// shares.
 func (s *Server) Certificates() Certificates { return *s.certs }
 
 // Kubeconfig returns an admin kubeconfig for the named workload cluster,
@@ -75,13 +127,13 @@ func (s *Server) Certificates() Certificates { return *s.certs }
 // <name>, user <name>-admin, context <name>-admin@<name>, a client
 // certificate signed by the cluster CA.
 func (s *Server) Kubeconfig(cluster string) ([]byte, error) {
-	cfg, err := s.API.AddUser("kubernetes-admin", "system:masters")
+	cfg, err := s.addAdmin()
 	if err != nil {
 		return nil, err
 	}
 	user, ctxName := cluster+"-admin", cluster+"-admin@"+cluster
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[cluster] = &clientcmdapi.Cluster{Server: s.API.URL(), CertificateAuthorityData: s.certs.CA.Cert}
+	kc.Clusters[cluster] = &clientcmdapi.Cluster{Server: s.url, CertificateAuthorityData: s.certs.CA.Cert}
 	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
 	kc.Contexts[ctxName] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
 	kc.CurrentContext = ctxName
