@@ -47,22 +47,34 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 // some naming the old identity, and the next run, which checks once
 // before it writes, rewrites them. The removal of the bypass goes by the
 // condition's name, whichever identity it names.
+//
+// It is a preamble (see needs): prepare calls it, for the phases and
+// sub-steps whose needs say so.
 func (r *MoveOperationReconciler) followIdentities(ctx context.Context, s *scope, target *remote.Target) error {
 	run := r.runFor(s.mo.UID)
-	if !run.sourceIdentityFollowed {
+	if !run.hasFinished(anyPhase, sourceIdentityFollowed) {
 		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterSource, client: r.Source}); err != nil {
 			return err
 		}
-		run.sourceIdentityFollowed = true
+		run.finish(anyPhase, sourceIdentityFollowed)
 	}
-	if target != nil && run.identityFollowed != target {
+	if target != nil && run.followedTarget != target {
 		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client}); err != nil {
 			return err
 		}
-		run.identityFollowed = target
+		run.followedTarget = target
 	}
 	return nil
 }
+
+// sourceIdentityFollowed is recorded in the run (see run.finished), for
+// whichever phase (anyPhase), once the bypass in the source names the
+// identity the operator runs as: the source's client does not change while
+// the operator runs.
+const sourceIdentityFollowed = "the operator's identity in the source followed"
+
+// anyPhase records in the run what holds whichever the phase.
+const anyPhase movev1alpha1.MovePhase = ""
 
 // followIdentity asks a cluster who the operator is there, and moves to
 // that identity every bypass condition that names another; each move is

@@ -20,18 +20,13 @@ import (
 )
 
 // The decisions inside Copying and RollingBack, without clusters: each
-// case drives reconcileCopying or reconcileRollingBack on a source and a
+// case drives the steps of Copying or RollingBack on a source and a
 // target held by fake clients (fakes_test.go) and checks what the step
 // decides (go on, wait, fail with which reason, or return an error to be
 // retried), what it counts in status.progress, and what it leaves in each
 // cluster, in the style of clusterctl's Test_objectMover_move. The tests
 // with clusters (rollback_test.go, crash_test.go, ...) show the same
 // behaviours end to end; these show each decision alone, in milliseconds.
-
-var (
-	copyingStep     = (*MoveOperationReconciler).reconcileCopying
-	rollingBackStep = (*MoveOperationReconciler).reconcileRollingBack
-)
 
 // kindNames names the outcome kinds in what a failing test says.
 var kindNames = map[outcomeKind]string{
@@ -87,7 +82,7 @@ func TestCopyingCopiesOneGroupPerReconcileCountingItInTheStatusThenIsDone(t *tes
 		{want: expectation{kind: outcomeProgress}, groups: 3, objects: 4}, // the Machine
 		{want: expectation{kind: outcomeDone}, groups: 3, objects: 4},     // the source holds the same set, the controllers are still down
 	} {
-		o, err := f.reconcile(copyingStep)
+		o, err := f.reconcile(copyingPhase)
 		step.want.check(t, o, err)
 		var copied []objectRef
 		for _, group := range copiedByGroup[:step.groups] {
@@ -182,7 +177,7 @@ func TestCopyingRollsBackAtOnceWhenTheTargetOrTheSourceChangedUnderIt(t *testing
 			tc.change(f)
 			before := *f.mo.Status.Progress
 
-			o, err := f.reconcile(copyingStep)
+			o, err := f.reconcile(copyingPhase)
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(before.CopiedGroups), "the failed group is not counted")
 			if tc.untouched != nil {
@@ -273,14 +268,14 @@ func TestAnErrorThatPersistsRollsCopyingBackOnlyOnceNothingWasCopiedForTheCopyTi
 			if tc.timeout > 0 {
 				f.mo.Spec.Timeouts.Copy = &metav1.Duration{Duration: tc.timeout}
 			}
-			o, err := f.reconcile(copyingStep) // the run starts Copying
+			o, err := f.reconcile(copyingPhase) // the run starts Copying
 			expectation{kind: outcomeProgress}.check(t, o, err)
 			f.elapse(tc.began)
 			f.copyGroups(tc.copied)
 			f.elapse(tc.since)
 			tc.refuse(f)
 
-			o, err = f.reconcile(copyingStep)
+			o, err = f.reconcile(copyingPhase)
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(tc.copied))
 		})
@@ -326,7 +321,7 @@ func TestATargetThatRefusesTheCredentialWaitsForANewOneInTheSecretAndCopiesOnWit
 			}
 			f.target.refuseWith(refuse)
 
-			o, err := f.reconcile(copyingStep)
+			o, err := f.reconcile(copyingPhase)
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(int32(1)))
 			if !tc.rotate {
@@ -336,7 +331,7 @@ func TestATargetThatRefusesTheCredentialWaitsForANewOneInTheSecretAndCopiesOnWit
 			// The target accepts the new credential: the next reconcile
 			// copies the next group, keeping what was copied.
 			f.target.refuseWith(nil)
-			o, err = f.reconcile(copyingStep)
+			o, err = f.reconcile(copyingPhase)
 			expectation{kind: outcomeProgress}.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(int32(2)), "the copy goes on where it was")
 		})
@@ -400,7 +395,7 @@ func TestAnOperatorRestartedWhileCopyingRollsBackOnlyOnceItKeepsCopyingNothingFu
 				}
 			}
 
-			o, err := f.reconcile(copyingStep)
+			o, err := f.reconcile(copyingPhase)
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopyStarts).To(Equal(tc.starts+1), "each run counts its start before anything else")
 		})
@@ -442,7 +437,7 @@ func TestARestartedOperatorCopiesEveryGroupAgainAndCountsProgressOnlyOnceItCopie
 				return nil
 			})
 		}
-		o, err := f.reconcile(copyingStep)
+		o, err := f.reconcile(copyingPhase)
 		want.check(t, o, err)
 		p := f.mo.Status.Progress
 		g.Expect([]int32{p.CopiedGroups, p.CopyStarts}).To(Equal([]int32{step.groups, step.starts}), "reconcile %d: copiedGroups and copyStarts", i+1)
@@ -452,7 +447,7 @@ func TestARestartedOperatorCopiesEveryGroupAgainAndCountsProgressOnlyOnceItCopie
 			g.Expect(p.LastProgressTime).To(Equal(further), "copying again what was copied is not progress")
 		}
 	}
-	o, err := f.reconcile(copyingStep)
+	o, err := f.reconcile(copyingPhase)
 	expectation{kind: outcomeDone}.check(t, o, err)
 }
 
@@ -508,7 +503,7 @@ func TestARollbackRestoresTheSourceFirstThenDeletesFromTheTargetOnlyTheCopiesThi
 			reason := f.mo.Status.FailureReason
 			f.journal.reset()
 
-			o, err := f.reconcile(rollingBackStep)
+			o, err := f.reconcile(rollingBackPhase)
 			expectation{kind: outcomeDone}.check(t, o, err)
 
 			g.Expect(f.target.holds(t, tc.deleted...)).To(BeEmpty(), "what the move made is deleted from the target")
@@ -538,13 +533,13 @@ func TestARollbackLeavesTheTargetAloneUntilTheSourcesControllersAreAvailable(t *
 	f.source.stallRollouts()
 	f.journal.reset()
 
-	o, err := f.reconcile(rollingBackStep)
+	o, err := f.reconcile(rollingBackPhase)
 	expectation{kind: outcomeWait, says: []string{"Source controllers not yet Available", "capi-system/capi-controller-manager"}}.check(t, o, err)
 	g.Expect(f.journal.index("target ", false)).To(Equal(-1), "nothing is written to the target while the source waits:\n%s", f.journal)
 	g.Expect(f.target.holds(t, theCluster, theMachineSet, theSecret)).To(HaveLen(3))
 
 	f.source.finishRollouts(t)
-	o, err = f.reconcile(rollingBackStep)
+	o, err = f.reconcile(rollingBackPhase)
 	expectation{kind: outcomeDone}.check(t, o, err)
 	g.Expect(f.target.holds(t, theCluster, theMachineSet, theSecret)).To(BeEmpty())
 }
@@ -561,12 +556,12 @@ func TestARollbackThatCannotClearTheTargetSaysTheSourceIsRestoredAndKeepsTheTarg
 		return nil
 	})
 
-	o, err := f.reconcile(rollingBackStep)
+	o, err := f.reconcile(rollingBackPhase)
 	expectation{retried: true, says: []string{"the source is restored; deleting what the move created in the target", "etcdserver: request timed out"}}.check(t, o, err)
 	g.Expect([]int32{f.source.replicas(t), f.target.replicas(t)}).To(Equal([]int32{1, 0}), "the source runs again; the target's controllers wait for its copies to go")
 
 	f.target.refuseWith(nil)
-	o, err = f.reconcile(rollingBackStep)
+	o, err = f.reconcile(rollingBackPhase)
 	expectation{kind: outcomeDone}.check(t, o, err)
 	g.Expect(f.target.holds(t, theCluster, theMachineSet, theSecret, theNamespace)).To(BeEmpty())
 	g.Expect(f.target.replicas(t)).To(Equal(int32(1)), "the target's controllers come back once its copies are gone")
@@ -582,14 +577,14 @@ func TestTheSourcesProvidersStartAsSoonAsTheTargetsAreScaledUpNotOnceTheyAreAvai
 	f.target.stallRollouts()
 	f.journal.reset()
 
-	o, err := f.reconcile((*MoveOperationReconciler).reconcileRestoringTarget)
+	o, err := f.reconcile(restoringTargetPhase)
 	expectation{kind: outcomeWait, says: []string{"Target controllers not yet Available"}}.check(t, o, err)
 	g.Expect(f.source.replicas(t)).To(Equal(int32(1)), "the source's provider starts while the target's is starting:\n%s", f.journal)
 	f.journal.expectBefore(t, "target patch Deployment", "source patch Deployment", "the target's providers are scaled up first")
 
 	// Looking again while the target's pods start scales nothing again.
 	f.journal.reset()
-	o, err = f.reconcile((*MoveOperationReconciler).reconcileRestoringTarget)
+	o, err = f.reconcile(restoringTargetPhase)
 	expectation{kind: outcomeWait}.check(t, o, err)
 	g.Expect(f.journal.index("source patch Deployment", false)).To(Equal(-1), "the source's providers are started once:\n%s", f.journal)
 }

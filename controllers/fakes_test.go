@@ -645,13 +645,13 @@ func (f *moveFixture) newReconciler() *MoveOperationReconciler {
 // as a restarted operator.
 func (f *moveFixture) restartOperator() { f.r = f.newReconciler() }
 
-// reconcile runs one reconcile of the current phase's step, on the
-// MoveOperation as the last reconcile left it.
-// reconcile runs step as the driver does: an error that outlasts the
-// bound of the phase's row (errorBound) is the row's failure.
-func (f *moveFixture) reconcile(step stepFunc) (outcome, error) {
+// reconcile runs one reconcile of a phase's step (its preamble and its
+// sub-steps), on the MoveOperation as the last reconcile left it, as the
+// driver does: an error that outlasts the bound of the phase's row
+// (errorBound) is the row's failure.
+func (f *moveFixture) reconcile(spec phaseSpec) (outcome, error) {
 	s := newScope(f.mo)
-	o, err := step(f.r, context.Background(), s)
+	o, err := f.r.runPhase(context.Background(), s, spec)
 	if err != nil {
 		if failed, outlasted := specOf(phaseOf(f.mo)).outlasted(f.r, s, err); outlasted {
 			return failed, nil
@@ -668,7 +668,7 @@ func (f *moveFixture) copyGroups(n int32) {
 		if p := f.mo.Status.Progress; p != nil && p.CopiedGroups >= n && !f.r.runFor(f.mo.UID).copyStarted.IsZero() {
 			return
 		}
-		o, err := f.reconcile(copyingStep)
+		o, err := f.reconcile(copyingPhase)
 		if err != nil || o.kind != outcomeProgress {
 			f.t.Fatalf("copying %d groups: got %+v, %v; want progress", n, o, err)
 		}
@@ -726,7 +726,7 @@ func (f *moveFixture) putTarget(obj client.Object) {
 // applies it as reconcilePhase does.
 func (f *moveFixture) reconcileAndApply() {
 	f.t.Helper()
-	o, err := f.reconcile(copyingStep)
+	o, err := f.reconcile(copyingPhase)
 	if err != nil || o.kind != outcomeFail {
 		f.t.Fatalf("Copying reported %+v, %v; want a failure", o, err)
 	}

@@ -183,9 +183,9 @@ func missingFrom(controllers, restored []quiesce.Controller) []types.NamespacedN
 // manager it was not told of) scaled it back up. Deleting the source's
 // objects with their provider running there would let it delete their
 // infrastructure as well.
-func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope, target *remote.Target) (outcome, error) {
+func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope) (outcome, error) {
 	perCluster := make([]string, 2)
-	err := r.forBoth(ctx, target, func(ctx context.Context, i int, c clusterClient) error {
+	err := r.forBoth(ctx, s.target, func(ctx context.Context, i int, c clusterClient) error {
 		found, err := quiesce.Restarted(ctx, c.client, r.recordedControllers(s, c.role))
 		if err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)

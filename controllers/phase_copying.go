@@ -20,7 +20,7 @@ import (
 var copyingPhase = phaseSpec{
 	phase:           movev1alpha1.PhaseCopying,
 	condition:       movev1alpha1.ObjectsCopiedCondition,
-	step:            (*MoveOperationReconciler).reconcileCopying,
+	steps:           copyingSteps,
 	next:            movev1alpha1.PhaseDeleting,
 	onFailure:       movev1alpha1.PhaseRollingBack,
 	onDelete:        deletionRollsBack,
@@ -77,8 +77,8 @@ const maxCopyStarts = 3
 // Once maxCopyStarts runs copied nothing further for spec.timeouts.copy,
 // the move rolls back. The count is written before the run goes on; a
 // count lost to a status conflict allows one restart more.
-func (r *MoveOperationReconciler) startCopyRun(s *scope, run *run) outcome {
-	mo := s.mo
+func (r *MoveOperationReconciler) startCopyRun(_ context.Context, s *scope) (outcome, error) {
+	mo, run := s.mo, r.runFor(s.mo.UID)
 	if mo.Status.Progress == nil {
 		mo.Status.Progress = &movev1alpha1.MoveProgress{}
 	}
@@ -90,12 +90,12 @@ func (r *MoveOperationReconciler) startCopyRun(s *scope, run *run) outcome {
 	if progress.CopyStarts > maxCopyStarts && time.Since(lastFurtherCopy(s)) > timeout {
 		return failWith(movev1alpha1.ReasonCopyInterrupted, fmt.Sprintf(
 			"operators started Copying %d times without copying more than %d groups (%d objects), and nothing further was copied for %s (spec.timeouts.copy): the operator keeps stopping while it copies (see its restarts, its last logs, and whether it is killed for exceeding its memory limit); the move is rolled back",
-			progress.CopyStarts, progress.CopiedGroups, progress.Copied, timeout))
+			progress.CopyStarts, progress.CopiedGroups, progress.Copied, timeout)), nil
 	}
-	return progressed()
+	return progressed(), nil
 }
 
-// reconcileCopying creates the objects in the target, one creation group per
+// copyingSteps create the objects in the target, one creation group per
 // reconcile so that progress is written after each group. The plan is
 // recorded before the first copy (see recordPlan): a restarted operator
 // copies exactly that set again. After the last group the source is read
@@ -108,50 +108,40 @@ func (r *MoveOperationReconciler) startCopyRun(s *scope, run *run) outcome {
 // once Copying has made no progress for spec.timeouts.copy (the row's
 // errorBound). An operator that keeps restarting while it copies reports no
 // error; see startCopyRun.
-func (r *MoveOperationReconciler) reconcileCopying(ctx context.Context, s *scope) (outcome, error) {
-	mo := s.mo
-	run := r.runFor(mo.UID)
-	if run.copyStarted.IsZero() {
-		return r.startCopyRun(s, run), nil
-	}
-	target, o, err := r.target(ctx, s)
-	if err != nil || !o.isDone() {
-		return o, err
-	}
-	if err := r.followIdentities(ctx, s, target); err != nil {
-		return outcome{}, err
-	}
-	if err := r.followTarget(ctx, run, target); err != nil {
-		return outcome{}, err
-	}
-	if run.copyPlan == nil {
-		if o, err := r.startCopying(ctx, s, target, run); err != nil || !o.isDone() {
-			return o, err
-		}
-	}
-	plan := run.copyPlan
-	progress := progressOf(mo, plan)
-	// Progress is derived from the run on every reconcile, never added to:
-	// a status write lost to a conflict is then made good by the next one.
-	// A restarted run copies the groups an earlier run copied again: they
-	// are in the target, and stay counted.
-	setCopyProgress(progress, plan, max(run.nextCopy, run.copiedBefore))
-	if run.nextCopy < len(plan.Groups) {
-		return r.copyNextGroup(ctx, s, target, run, progress)
-	}
-	if !run.verified {
-		if o, err := r.verifyBeforeDeleting(ctx, s, run); err != nil || o.kind != 0 {
-			return o, err
-		}
-	}
+//
+// Their progress is what the run holds: when it began Copying, the plan it
+// copies, the next group. A restarted operator starts with none of it, and
+// copies every group again: what is in the target, this move's copy,
+// counts as progress.
+var copyingSteps = []subStep{
+	// Before anything else of this run, the target included.
+	{name: "count the run", finished: func(run *run) bool { return !run.copyStarted.IsZero() }, do: (*MoveOperationReconciler).startCopyRun},
+	{name: "follow the target", needs: bothBypasses, do: (*MoveOperationReconciler).followTarget},
+	{name: "record the plan", finished: func(run *run) bool { return run.copyPlan != nil }, do: (*MoveOperationReconciler).startCopying},
+	{name: "count the progress", do: (*MoveOperationReconciler).countCopyProgress},
+	// Repeats, one group per reconcile, until none is left.
+	{name: "copy the next group", finished: func(run *run) bool { return run.nextCopy >= len(run.copyPlan.Groups) }, do: (*MoveOperationReconciler).copyNextGroup},
+	{name: "verify before deleting", once: true, do: (*MoveOperationReconciler).verifyBeforeDeleting},
 	// The last chance to roll back: nothing deletes with a provider running.
-	return r.checkStillStopped(ctx, s, target)
+	{name: "check still stopped", do: (*MoveOperationReconciler).checkStillStopped},
+}
+
+// countCopyProgress says in status.progress what Copying has copied. It
+// is derived from the run on every reconcile, never added to: a status
+// write lost to a conflict is then made good by the next one. A restarted
+// run copies the groups an earlier run copied again: they are in the
+// target, and stay counted.
+func (r *MoveOperationReconciler) countCopyProgress(_ context.Context, s *scope) (outcome, error) {
+	run := r.runFor(s.mo.UID)
+	setCopyProgress(progressOf(s.mo, run.copyPlan), run.copyPlan, max(run.nextCopy, run.copiedBefore))
+	return done(), nil
 }
 
 // copyNextGroup copies the plan's next group and counts it: one group per
 // reconcile, so that progress is written after each.
-func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope, target *remote.Target, run *run, progress *movev1alpha1.MoveProgress) (outcome, error) {
-	mo, plan := s.mo, run.copyPlan
+func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope) (outcome, error) {
+	mo, run, target := s.mo, r.runFor(s.mo.UID), s.target
+	plan := run.copyPlan
 	if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
 		var conflict *move.ConflictError
 		if errors.As(err, &conflict) {
@@ -173,6 +163,7 @@ func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope, t
 	}
 	run.nextCopy++
 	run.lastCopied = time.Now()
+	progress := progressOf(mo, plan)
 	if run.nextCopy > run.copiedBefore {
 		run.copiedBefore = run.nextCopy
 		progress.LastProgressTime = ptrTime(run.lastCopied)
@@ -185,9 +176,10 @@ func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope, t
 
 // verifyBeforeDeleting runs once the last group is copied, before the
 // point of no return: the moved set must not have changed, and the source
-// must accept the deletions. A zero outcome lets Copying go on.
-func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *scope, run *run) (outcome, error) {
-	mo, plan := s.mo, run.copyPlan
+// must accept the deletions.
+func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *scope) (outcome, error) {
+	mo, run := s.mo, r.runFor(s.mo.UID)
+	plan := run.copyPlan
 	// The copier's maps (every copied object's target UID) are not
 	// needed once the last group is copied: free them before the
 	// source is read whole again, which is the move's memory peak.
@@ -214,15 +206,14 @@ func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *s
 			"the source refuses to let the move delete %d of the objects it moves (asked with dry-run requests before anything is deleted): %s; the move is rolled back: let the operator's identity delete them during the move (a policy or webhook that protects them from deletion), or leave them out of the move",
 			len(refusals), move.JoinRefusals(refusals))), nil
 	}
-	run.verified = true
-	return outcome{}, nil
+	return done(), nil
 }
 
 // startCopying records the plan (or reads it back after a restart) and
 // prepares the copier, which recognises the copies this move made and
 // records each group's as it goes.
-func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, target *remote.Target, run *run) (outcome, error) {
-	mo := s.mo
+func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope) (outcome, error) {
+	mo, run, target := s.mo, r.runFor(s.mo.UID), s.target
 	plan, o, err := r.recordPlan(ctx, mo, target)
 	if err != nil || !o.isDone() {
 		return o, err
@@ -254,7 +245,7 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, ta
 		})
 	// After a restart every group is copied again: what is already there,
 	// this move's copy, counts as progress.
-	run.nextCopy, run.verified = 0, false
+	run.nextCopy = 0
 	return done(), nil
 }
 
@@ -265,23 +256,24 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope, ta
 // groups it copied, so the copy goes on where it was. A Secret that now
 // names another cluster drops the copier instead, whose UIDs are the old
 // cluster's: Copying starts again there, as after a restart.
-func (r *MoveOperationReconciler) followTarget(ctx context.Context, run *run, target *remote.Target) error {
+func (r *MoveOperationReconciler) followTarget(ctx context.Context, s *scope) (outcome, error) {
+	run, target := r.runFor(s.mo.UID), s.target
 	if run.copier == nil || run.copyTargetOf == target {
-		return nil
+		return done(), nil
 	}
 	logger := log.FromContext(ctx)
 	id, err := remote.ClusterID(ctx, target.Client)
 	if err != nil {
-		return fmt.Errorf("target cluster: %w", err)
+		return outcome{}, fmt.Errorf("target cluster: %w", err)
 	}
 	if id != run.copyTargetID {
 		logger.Info("the target Secret now names another cluster: copying every group again there", "server", target.Server)
 		run.copyPlan, run.copier, run.copyTarget, run.copyTargetOf = nil, nil, nil, nil
-		return nil
+		return done(), nil
 	}
 	logger.Info("the target Secret holds a new kubeconfig: copying on with it", "server", target.Server)
 	run.copyTarget.Client, run.copyTargetOf = target.Client, target
-	return nil
+	return done(), nil
 }
 
 // copyUnauthorized handles a group the target refused with 401

@@ -10,7 +10,7 @@ import (
 
 var pendingPhase = phaseSpec{
 	phase:     movev1alpha1.PhasePending,
-	step:      (*MoveOperationReconciler).reconcilePending,
+	steps:     []subStep{{name: "claim the source", do: (*MoveOperationReconciler).reconcilePending}},
 	next:      movev1alpha1.PhaseValidating,
 	onFailure: movev1alpha1.PhaseFailed,
 	onDelete:  deletionReleases,

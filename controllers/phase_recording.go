@@ -15,7 +15,8 @@ import (
 var recordingPhase = phaseSpec{
 	phase:     movev1alpha1.PhaseRecording,
 	condition: movev1alpha1.ControllersRecordedCondition,
-	step:      (*MoveOperationReconciler).reconcileRecording,
+	needs:     targetOnly,
+	steps:     recordingSteps,
 	next:      movev1alpha1.PhaseScalingDown,
 	onFailure: movev1alpha1.PhaseRollingBack,
 	onDelete:  deletionRollsBack,
@@ -29,26 +30,30 @@ var recordingPhase = phaseSpec{
 	},
 }
 
-// reconcileRecording saves the replica count of every controller in both
-// clusters, on the Deployments (never overwriting) and in status.
-func (r *MoveOperationReconciler) reconcileRecording(ctx context.Context, s *scope) (outcome, error) {
-	target, o, err := r.target(ctx, s)
-	if err != nil || !o.isDone() {
-		return o, err
-	}
+// recordingSteps save the replica count of every controller in both
+// clusters, on the Deployments (never overwriting) and in status. Each
+// looks at the clusters on every reconcile, and finds its work done after
+// a restart.
+var recordingSteps = []subStep{
 	// From the first write on, the move needs the target until it has
 	// settled, also to roll back: the Secret must outlive a deletion of its
 	// namespace (which also deletes the MoveOperation) until then.
-	if err := r.holdSecret(ctx, s.mo); err != nil {
-		return outcome{}, err
-	}
+	{name: "hold the Secret", do: func(r *MoveOperationReconciler, ctx context.Context, s *scope) (outcome, error) {
+		return done(), r.holdSecret(ctx, s.mo)
+	}},
 	// GitOps managers stop before anything else changes in the source
 	// (spec.gitOps: Suspend): see gitops.go.
-	if err := r.suspendGitOps(ctx, s); err != nil {
-		return outcome{}, err
-	}
+	{name: "suspend GitOps", do: func(r *MoveOperationReconciler, ctx context.Context, s *scope) (outcome, error) {
+		return done(), r.suspendGitOps(ctx, s)
+	}},
+	{name: "record the controllers", do: (*MoveOperationReconciler).recordControllers},
+}
+
+// recordControllers records the replicas of the controllers the move
+// stops, in both clusters at once.
+func (r *MoveOperationReconciler) recordControllers(ctx context.Context, s *scope) (outcome, error) {
 	perCluster := make([][]movev1alpha1.RecordedController, 2)
-	err = r.forBoth(ctx, target, func(ctx context.Context, i int, c clusterClient) error {
+	err := r.forBoth(ctx, s.target, func(ctx context.Context, i int, c clusterClient) error {
 		controllers, err := r.selectControllers(ctx, s, c.client, c.role)
 		if err != nil {
 			return err

@@ -13,7 +13,8 @@ import (
 var restoringSourcePhase = phaseSpec{
 	phase:     movev1alpha1.PhaseRestoringSource,
 	condition: movev1alpha1.SourceRestoredCondition,
-	step:      (*MoveOperationReconciler).reconcileRestoringSource,
+	needs:     sourceBypass,
+	steps:     []subStep{{name: "restore the source", do: (*MoveOperationReconciler).reconcileRestoringSource}},
 	next:      movev1alpha1.PhaseDone,
 	onDelete:  deletionFinishes,
 }
@@ -28,9 +29,6 @@ var restoringSourcePhase = phaseSpec{
 // (see noteCopiesOfKept).
 func (r *MoveOperationReconciler) reconcileRestoringSource(ctx context.Context, s *scope) (outcome, error) {
 	noteCopies := func(ctx context.Context) (outcome, error) { return r.noteCopiesOfKept(ctx, s) }
-	if err := r.followIdentities(ctx, s, nil); err != nil {
-		return outcome{}, err
-	}
 	return r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, noteCopies)
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
-
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/quiesce"
 )
@@ -14,48 +12,46 @@ import (
 var restoringTargetPhase = phaseSpec{
 	phase:     movev1alpha1.PhaseRestoringTarget,
 	condition: movev1alpha1.TargetRestoredCondition,
-	step:      (*MoveOperationReconciler).reconcileRestoringTarget,
+	steps:     restoringTargetSteps,
 	next:      movev1alpha1.PhaseRestoringSource,
 	onDelete:  deletionFinishes,
 }
 
-// reconcileRestoringTarget brings the target's controllers back, then
-// removes the bypass, checks the moved objects with the target's webhooks
-// (spec.targetValidation) and unpauses what moved. When that takes
-// longer than spec.timeouts.scaleUp (the target is away, or its controllers
-// do not become Available), the source's controllers come back meanwhile:
-// the source holds only what stays there, and what stays (other Clusters,
+// restoringTargetSteps bring the target's controllers back, then remove
+// the bypass, check the moved objects with the target's webhooks
+// (spec.targetValidation) and unpause what moved. When that takes longer
+// than spec.timeouts.scaleUp (the target is away, or its controllers do
+// not become Available), the source's controllers come back meanwhile: the
+// source holds only what stays there, and what stays (other Clusters,
 // among them) must not go unmanaged for as long as the target is away.
 //
 // The source's providers start as soon as the target's are scaled up
-// (startSourceProviders), so that the two clusters' pods start together.
-func (r *MoveOperationReconciler) reconcileRestoringTarget(ctx context.Context, s *scope) (outcome, error) {
-	o, err := r.restoreTarget(ctx, s)
-	if err == nil {
-		err = r.startSourceProviders(ctx, s)
-	}
-	if err == nil && o.isDone() {
-		return o, nil
-	}
-	if time.Since(s.phaseStarted()) > s.mo.Spec.Timeouts.ScaleUpTimeout() {
-		if serr := r.restartSourceControllers(ctx, s); serr != nil {
-			err = kerrors.NewAggregate([]error{err, serr})
-		}
-	}
-	return o, err
-}
-
-func (r *MoveOperationReconciler) restoreTarget(ctx context.Context, s *scope) (outcome, error) {
-	target, o, err := r.target(ctx, s)
-	if err != nil || !o.isDone() {
-		return o, err
-	}
+// (startSourceProviders), so that the two clusters' pods start together:
+// while the target's restore waits for them to be Available.
+var restoringTargetSteps = []subStep{
 	// The webhooks of a provider its user keeps at zero let the operator
 	// through until the last step: its identity now, if it changed.
-	if err := r.followIdentities(ctx, s, target); err != nil {
-		return outcome{}, err
+	{name: "restore the target", needs: bothBypasses, do: (*MoveOperationReconciler).restoreTarget},
+	{name: "start the source's providers", once: true, runs: unlessError, do: (*MoveOperationReconciler).startSourceProviders},
+	{name: "restart the source past the timeout", runs: ifUnfinished, do: (*MoveOperationReconciler).restartSourcePastTimeout},
+}
+
+// targetScaledUp is recorded in the run (see run.finished) once
+// RestoringTarget has scaled the target's controllers back (see
+// restartControllers), which lets the source's providers start.
+const targetScaledUp = "the target's controllers scaled up"
+
+func (r *MoveOperationReconciler) restoreTarget(ctx context.Context, s *scope) (outcome, error) {
+	return r.restore(ctx, s, s.target.Client, movev1alpha1.ClusterTarget, true, nil)
+}
+
+// restartSourcePastTimeout scales the source's controllers back once the
+// target's restore has lasted longer than spec.timeouts.scaleUp.
+func (r *MoveOperationReconciler) restartSourcePastTimeout(ctx context.Context, s *scope) (outcome, error) {
+	if time.Since(s.phaseStarted()) <= s.mo.Spec.Timeouts.ScaleUpTimeout() {
+		return done(), nil
 	}
-	return r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, true, nil)
+	return done(), r.restartSourceControllers(ctx, s)
 }
 
 // startSourceProviders scales the source's providers back to their
@@ -71,19 +67,17 @@ func (r *MoveOperationReconciler) restoreTarget(ctx context.Context, s *scope) (
 // stay stopped until RestoringSource starts them after their providers, and
 // the scale-ups go target first, as before. RestoringSource then waits for
 // the source's providers, which have been starting meanwhile.
-func (r *MoveOperationReconciler) startSourceProviders(ctx context.Context, s *scope) error {
-	run := r.runFor(s.mo.UID)
-	if !run.targetScaledUp || run.sourceStarted {
-		return nil
+func (r *MoveOperationReconciler) startSourceProviders(ctx context.Context, s *scope) (outcome, error) {
+	if !r.runFor(s.mo.UID).hasFinished(movev1alpha1.PhaseRestoringTarget, targetScaledUp) {
+		return waitFor(r.PollInterval, "waiting for the target's controllers to be scaled up"), nil
 	}
 	controllers, err := r.controllersToRestore(ctx, s, r.Source, movev1alpha1.ClusterSource)
 	if err != nil {
-		return err
+		return outcome{}, err
 	}
 	providers, _ := quiesce.SplitManagers(controllers)
 	if _, err := quiesce.Restore(ctx, r.Source, providers, s.mo.Spec.Controllers.FallbackReplicasOrDefault()); err != nil {
-		return fmt.Errorf("source cluster: starting the providers: %w", err)
+		return outcome{}, fmt.Errorf("source cluster: starting the providers: %w", err)
 	}
-	run.sourceStarted = true
-	return nil
+	return done(), nil
 }

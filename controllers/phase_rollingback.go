@@ -14,65 +14,69 @@ import (
 var rollingBackPhase = phaseSpec{
 	phase:               movev1alpha1.PhaseRollingBack,
 	condition:           movev1alpha1.RolledBackCondition,
-	step:                (*MoveOperationReconciler).reconcileRollingBack,
+	steps:               rollingBackSteps,
 	next:                movev1alpha1.PhaseFailed,
 	onDelete:            deletionFinishes,
 	stallsWithoutTarget: true,
 	controllersDown:     targetDownWhileCleared,
 }
 
+// rollingBackSteps undo a move that failed before the point of no return.
+// The source comes back first: it still holds every object as before the
+// move, and its controllers must not wait for a target that may be away
+// for long, or for good. Then what the move created in the target goes,
+// and the target's controllers come back. The first two are done once per
+// operator run (a restarted operator does them again: the source's restore
+// finds it restored, the target's clearing finds nothing of the move's
+// left); the last looks at the target on every reconcile.
+var rollingBackSteps = []subStep{
+	{name: sourceRestored, needs: sourceBypass, once: true, do: (*MoveOperationReconciler).restoreSourceInRollback},
+	// What the move created in the target is deleted through the webhooks
+	// of its stopped controllers: the bypass must name the identity the
+	// target's credential has now.
+	{name: targetCleared, needs: bothBypasses, once: true, do: (*MoveOperationReconciler).clearTarget},
+	{name: "restore the target", needs: bothBypasses, do: (*MoveOperationReconciler).restoreTargetInRollback},
+}
+
+// The names of the sub-steps controllersDown looks at.
+const (
+	sourceRestored = "restore the source"
+	targetCleared  = "clear the target"
+)
+
 // targetDownWhileCleared: in a rollback, the target's controllers are at
 // zero once the source is restored and until what the move created there
 // is deleted (they come back after that); the source's are restored first.
 func targetDownWhileCleared(run *run, role movev1alpha1.ClusterRole) bool {
-	return role == movev1alpha1.ClusterTarget && run.sourceRestored && !run.targetCleared
+	return role == movev1alpha1.ClusterTarget && run.hasFinished(movev1alpha1.PhaseRollingBack, sourceRestored) &&
+		!run.hasFinished(movev1alpha1.PhaseRollingBack, targetCleared)
 }
 
-// reconcileRollingBack undoes a move that failed before the point of no
-// return. The source comes back first: it still holds every object as before
-// the move, and its controllers must not wait for a target that may be away
-// for long, or for good. Then what the move created in the target goes, and
-// the target's controllers come back.
-func (r *MoveOperationReconciler) reconcileRollingBack(ctx context.Context, s *scope) (outcome, error) {
-	run := r.runFor(s.mo.UID)
-	if !run.sourceRestored {
-		if err := r.followIdentities(ctx, s, nil); err != nil {
-			return outcome{}, err
-		}
-		if o, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); err != nil || !o.isDone() {
-			return o, err
-		}
-		// Once the source holds again all it held, its GitOps managers may
-		// apply it again: see gitops.go.
-		if err := r.resumeGitOps(ctx, s); err != nil {
-			return outcome{}, err
-		}
-		run.sourceRestored = true
-	}
-	target, o, err := r.target(ctx, s)
-	if err != nil || !o.isDone() {
+func (r *MoveOperationReconciler) restoreSourceInRollback(ctx context.Context, s *scope) (outcome, error) {
+	if o, err := r.restore(ctx, s, r.Source, movev1alpha1.ClusterSource, true, nil); err != nil || !o.isDone() {
 		return o, err
 	}
-	// What the move created in the target is deleted through the webhooks
-	// of its stopped controllers: the bypass must name the identity the
-	// target's credential has now.
-	if err := r.followIdentities(ctx, s, target); err != nil {
-		return outcome{}, err
-	}
-	if !run.targetCleared {
-		if err := r.clearTarget(ctx, s, target, run); err != nil {
-			return outcome{}, fmt.Errorf("the source is restored; deleting what the move created in the target %s: %w", target.Server, err)
-		}
-		run.targetCleared = true
-	}
-	return r.restore(ctx, s, target.Client, movev1alpha1.ClusterTarget, false, nil)
+	// Once the source holds again all it held, its GitOps managers may
+	// apply it again: see gitops.go.
+	return done(), r.resumeGitOps(ctx, s)
+}
+
+func (r *MoveOperationReconciler) restoreTargetInRollback(ctx context.Context, s *scope) (outcome, error) {
+	return r.restore(ctx, s, s.target.Client, movev1alpha1.ClusterTarget, false, nil)
 }
 
 // clearTarget deletes what the move created in the target, children before
 // owners, by the plan the move recorded (read back after a restart): a
 // rollback deletes only this move's copies.
-func (r *MoveOperationReconciler) clearTarget(ctx context.Context, s *scope, target *remote.Target, run *run) error {
-	mo := s.mo
+func (r *MoveOperationReconciler) clearTarget(ctx context.Context, s *scope) (outcome, error) {
+	if err := r.clearTargetOf(ctx, s, s.target); err != nil {
+		return outcome{}, fmt.Errorf("the source is restored; deleting what the move created in the target %s: %w", s.target.Server, err)
+	}
+	return done(), nil
+}
+
+func (r *MoveOperationReconciler) clearTargetOf(ctx context.Context, s *scope, target *remote.Target) error {
+	mo, run := s.mo, r.runFor(s.mo.UID)
 	if run.copyPlan == nil {
 		// None recorded means the move failed before it copied anything.
 		recorded, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)

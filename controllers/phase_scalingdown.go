@@ -8,13 +8,16 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
-	"github.com/move-operator/move-operator/internal/remote"
 )
 
 var scalingDownPhase = phaseSpec{
-	phase:           movev1alpha1.PhaseScalingDown,
-	condition:       movev1alpha1.ControllersScaledDownCondition,
-	step:            (*MoveOperationReconciler).reconcileScalingDown,
+	phase:     movev1alpha1.PhaseScalingDown,
+	condition: movev1alpha1.ControllersScaledDownCondition,
+	// A move resumed by an operator that runs as another identity, or
+	// with a target credential of another identity, moves the bypass
+	// there first.
+	needs:           bothBypasses,
+	steps:           scaleDownSteps,
 	next:            movev1alpha1.PhaseCopying,
 	onFailure:       movev1alpha1.PhaseRollingBack,
 	onDelete:        deletionRollsBack,
@@ -29,44 +32,27 @@ var scalingDownPhase = phaseSpec{
 	},
 }
 
-// reconcileScalingDown installs the webhook bypass, pauses what moves, waits
-// for block-move to clear and stops every controller in both clusters: the
-// sub-steps of scaleDownSteps, in order, until the last controller pod is
-// gone.
-func (r *MoveOperationReconciler) reconcileScalingDown(ctx context.Context, s *scope) (outcome, error) {
-	target, o, err := r.target(ctx, s)
-	if err != nil || !o.isDone() {
-		return o, err
-	}
-	// A move resumed by an operator that runs as another identity, or with
-	// a target credential of another identity, moves the bypass there
-	// first.
-	if err := r.followIdentities(ctx, s, target); err != nil {
-		return outcome{}, err
-	}
-	return r.runSubSteps(ctx, s, target, scaleDownSteps)
-}
-
-// scaleDownSteps are ScalingDown's sub-steps, in order. Each is idempotent:
-// done remembers that it finished in this operator's run, so that later
-// reconciles go on from the first unfinished one, and a restarted operator
-// repeats them all (the bypass and the pause find their work done).
+// scaleDownSteps install the webhook bypass, pause what moves, wait for
+// block-move to clear and stop every controller in both clusters, until
+// the last controller pod is gone. The first three are done once per
+// operator run (a restarted operator repeats them: the bypass and the
+// pause find their work done); the last looks at the pods on every
+// reconcile.
 var scaleDownSteps = []subStep{
 	// First of all, before any write to a Cluster API object: a provider
 	// that is down already (scaled to zero before the move) refuses the
 	// pause otherwise, and would strand the move here.
-	{name: "bypass", done: func(r *run) *bool { return &r.bypassed }, do: (*MoveOperationReconciler).bypassStep},
-	{name: "pause", done: func(r *run) *bool { return &r.paused }, do: (*MoveOperationReconciler).pauseStep},
-	{name: "block-move", done: func(r *run) *bool { return &r.unblocked }, do: (*MoveOperationReconciler).unblockedStep},
-	// Looked at on every reconcile until the pods are gone.
+	{name: "bypass", once: true, do: (*MoveOperationReconciler).bypassStep},
+	{name: "pause", once: true, do: (*MoveOperationReconciler).pauseStep},
+	{name: "block-move", once: true, do: (*MoveOperationReconciler).unblockedStep},
 	{name: "stop", do: (*MoveOperationReconciler).stopStep},
 }
 
-func (r *MoveOperationReconciler) bypassStep(ctx context.Context, s *scope, target *remote.Target) (outcome, error) {
-	return done(), r.installBypass(ctx, s, target)
+func (r *MoveOperationReconciler) bypassStep(ctx context.Context, s *scope) (outcome, error) {
+	return done(), r.installBypass(ctx, s, s.target)
 }
 
-func (r *MoveOperationReconciler) pauseStep(ctx context.Context, s *scope, _ *remote.Target) (outcome, error) {
+func (r *MoveOperationReconciler) pauseStep(ctx context.Context, s *scope) (outcome, error) {
 	plan, err := r.buildPlan(ctx, s.mo)
 	if err != nil {
 		return outcome{}, err
@@ -80,7 +66,7 @@ func (r *MoveOperationReconciler) pauseStep(ctx context.Context, s *scope, _ *re
 
 // unblockedStep waits until no paused object carries block-move: its
 // provider is finishing work that must not be interrupted.
-func (r *MoveOperationReconciler) unblockedStep(ctx context.Context, s *scope, _ *remote.Target) (outcome, error) {
+func (r *MoveOperationReconciler) unblockedStep(ctx context.Context, s *scope) (outcome, error) {
 	run := r.runFor(s.mo.UID)
 	blockers, err := move.Blockers(ctx, r.Source, run.pausePlan)
 	if err != nil {
@@ -103,8 +89,8 @@ func (r *MoveOperationReconciler) unblockedStep(ctx context.Context, s *scope, _
 // stopStep scales every controller to zero, the managers first
 // (cluster-api-operator, spec.controllers.additional), and waits until
 // their pods are gone.
-func (r *MoveOperationReconciler) stopStep(ctx context.Context, s *scope, target *remote.Target) (outcome, error) {
-	remaining, err := r.stopControllers(ctx, s, target)
+func (r *MoveOperationReconciler) stopStep(ctx context.Context, s *scope) (outcome, error) {
+	remaining, err := r.stopControllers(ctx, s, s.target)
 	if err != nil {
 		return outcome{}, err
 	}

@@ -18,7 +18,7 @@ import (
 var validatingPhase = phaseSpec{
 	phase:               movev1alpha1.PhaseValidating,
 	condition:           movev1alpha1.ValidatedCondition,
-	step:                (*MoveOperationReconciler).reconcileValidating,
+	steps:               []subStep{{name: "check", do: (*MoveOperationReconciler).reconcileValidating}},
 	next:                movev1alpha1.PhaseRecording,
 	nextInDryRun:        movev1alpha1.PhaseDone,
 	onFailure:           movev1alpha1.PhaseFailed,

@@ -9,16 +9,18 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/access"
-	"github.com/move-operator/move-operator/internal/remote"
 )
 
 // The phase table. Each phase has a file of its own (phase_<name>.go) with
-// its step function and its row: the condition it sets, the phase that
-// follows it, where a failure in it leads and what deleting the
-// MoveOperation does in it. reconcilePhase, reconcileDelete, scope.fail and
-// setConditions read the table; nothing else names a phase's successor.
+// its row and the functions of its sub-steps: the row names the condition
+// the phase sets, what it needs before its step (needs), its step as an
+// ordered list of sub-steps (see substeps.go), the phase that follows it,
+// where a failure in it leads, what deleting the MoveOperation does in it,
+// how long an error may last there and where the move's controllers are
+// down. reconcilePhase, reconcileDelete, scope.fail and setConditions read
+// the table; nothing else names a phase's successor.
 
-// stepFunc performs (part of) one phase and says what happened.
+// stepFunc performs one sub-step of a phase and says what happened.
 type stepFunc func(r *MoveOperationReconciler, ctx context.Context, s *scope) (outcome, error)
 
 // deletion is what deleting the MoveOperation does in a phase.
@@ -42,8 +44,13 @@ type phaseSpec struct {
 	// condition is the step condition the phase sets ("" for Pending and
 	// the terminal phases).
 	condition string
-	// step performs the phase; nil for the terminal phases.
-	step stepFunc
+	// needs is the phase's preamble, made to hold before each reconcile
+	// of its step (see prepare): the target's client, the bypass
+	// following the operator's identities.
+	needs needs
+	// steps perform the phase, in order (see runSubSteps); none for the
+	// terminal phases.
+	steps []subStep
 	// next is the phase entered when the step is done; nextInDryRun, when
 	// set, replaces it in a dry run.
 	next, nextInDryRun movev1alpha1.MovePhase
@@ -101,38 +108,6 @@ func (p phaseSpec) outlasted(r *MoveOperationReconciler, s *scope, err error) (o
 	return failWith(b.reason, fmt.Sprintf("%s %s %s (%s); the move is rolled back: %v", p.phase, b.stuck, bound, b.timeouts, err)), true
 }
 
-// subStep is one step of a phase that does several in order (see
-// runSubSteps): a new one is an entry in the phase's list and its function.
-type subStep struct {
-	name string
-	// done, when set, points at the flag of the operator's run that says
-	// the sub-step finished; nil for a sub-step looked at on every
-	// reconcile.
-	done func(*run) *bool
-	// do performs the sub-step; done() when it is finished, any other
-	// outcome (wait, fail) stops the phase's reconcile there.
-	do func(r *MoveOperationReconciler, ctx context.Context, s *scope, target *remote.Target) (outcome, error)
-}
-
-// runSubSteps runs steps in order from the first unfinished one, and is
-// done when the last one is.
-func (r *MoveOperationReconciler) runSubSteps(ctx context.Context, s *scope, target *remote.Target, steps []subStep) (outcome, error) {
-	run := r.runFor(s.mo.UID)
-	for _, st := range steps {
-		if st.done != nil && *st.done(run) {
-			continue
-		}
-		o, err := st.do(r, ctx, s, target)
-		if err != nil || !o.isDone() {
-			return o, err
-		}
-		if st.done != nil {
-			*st.done(run) = true
-		}
-	}
-	return done(), nil
-}
-
 // sincePhaseStarted counts a bound from when the phase began.
 func sincePhaseStarted(_ *MoveOperationReconciler, s *scope) time.Time { return s.phaseStarted() }
 
@@ -179,22 +154,22 @@ func Path() []movev1alpha1.MovePhase {
 	var out []movev1alpha1.MovePhase
 	for p := movev1alpha1.PhasePending; len(out) < len(phaseOrder); p = specOf(p).next {
 		out = append(out, p)
-		if specOf(p).step == nil {
+		if len(specOf(p).steps) == 0 {
 			break
 		}
 	}
 	return out
 }
 
-// reconcilePhase runs the step of the MoveOperation's current phase, and
-// applies what it reports.
+// reconcilePhase runs the step of the MoveOperation's current phase (its
+// preamble, then its sub-steps), and applies what it reports.
 func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) (ctrl.Result, error) {
 	spec := specOf(phaseOf(s.mo))
-	if spec.step == nil { // Done and Failed: nothing left to do but let go.
+	if len(spec.steps) == 0 { // Done and Failed: nothing left to do but let go.
 		r.runs.Delete(s.mo.UID)
 		return ctrl.Result{}, r.release(ctx, s.mo)
 	}
-	o, err := spec.step(r, ctx, s)
+	o, err := r.runPhase(ctx, s, spec)
 	if err != nil {
 		r.reassertBypassAfter(ctx, s, err)
 		if o, outlasted := spec.outlasted(r, s, err); outlasted {

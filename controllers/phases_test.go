@@ -101,9 +101,9 @@ func TestThePhaseTableHasOneRowPerPhaseAndLeadsEveryMoveToAnEnd(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("%s has no row", p)
-		case p.IsTerminal() && (spec.step != nil || spec.next != "" || spec.condition != ""):
+		case p.IsTerminal() && (len(spec.steps) != 0 || spec.next != "" || spec.condition != ""):
 			t.Errorf("%s ends a move: it has no step, successor or step condition, got %+v", p, spec)
-		case !p.IsTerminal() && (spec.step == nil || spec.next == ""):
+		case !p.IsTerminal() && (len(spec.steps) == 0 || spec.next == ""):
 			t.Errorf("%s needs a step and a successor", p)
 		}
 	}
@@ -479,7 +479,12 @@ func TestTheControllersAreDownFromScalingDownToDeletingAndInARollbacksTargetUnti
 				s := &scope{mo: moveIn(pathTo(p)...)}
 				s.mo.UID = types.UID(fmt.Sprintf("%s-%s-%t-%t", p, role, st.sourceRestored, st.targetCleared))
 				run := r.runFor(s.mo.UID)
-				run.sourceRestored, run.targetCleared = st.sourceRestored, st.targetCleared
+				if st.sourceRestored {
+					run.finish(movev1alpha1.PhaseRollingBack, sourceRestored)
+				}
+				if st.targetCleared {
+					run.finish(movev1alpha1.PhaseRollingBack, targetCleared)
+				}
 				want := both[p] || (p == movev1alpha1.PhaseRollingBack && role == movev1alpha1.ClusterTarget && st.sourceRestored && !st.targetCleared)
 				if got := r.controllersDown(s, role); got != want {
 					t.Errorf("in %s, %s cluster, %s: controllers down %t, want %t", p, role, st.name, got, want)

@@ -76,7 +76,7 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 	}
 	r.reportGone(ctx, s, role, restart.gone)
 	if role == movev1alpha1.ClusterTarget && phaseOf(mo) == movev1alpha1.PhaseRestoringTarget {
-		r.runFor(mo.UID).targetScaledUp = true
+		r.runFor(mo.UID).finish(movev1alpha1.PhaseRestoringTarget, targetScaledUp)
 	}
 	if len(restart.unavailable) > 0 {
 		timeout := mo.Spec.Timeouts.ScaleUpTimeout()

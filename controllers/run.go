@@ -16,25 +16,26 @@ import (
 // of it can be rebuilt from the clusters: a restarted operator starts with
 // an empty run and reaches the same result.
 type run struct {
-	// bypassed is set once ScalingDown installed the webhook bypass in both
-	// clusters (installing it again is harmless).
-	bypassed bool
+	// finished records, by phase and name, the sub-steps done once per
+	// operator run (subStep.once) that finished, and a few milestones
+	// within one (the target's controllers scaled up in RestoringTarget,
+	// the moved objects checked with its webhooks, the source's identity
+	// followed): see run.finish. Each of them is idempotent, so a
+	// restarted operator, which starts with none recorded, does them again
+	// and reaches the same result. A phase is entered once per move, so
+	// the records of a phase left behind are never read again.
+	finished map[string]bool
 
-	// paused is set once ScalingDown paused what moves; pausePlan is the
-	// plan it paused and waits on for block-move, dropped once unblocked.
-	paused    bool
+	// pausePlan is the plan ScalingDown paused and waits on for
+	// block-move, dropped once no object of it carries block-move.
 	pausePlan *graph.Plan
-	// unblocked is set once no object of pausePlan carries block-move.
-	unblocked bool
 
 	// copyPlan is the recorded plan (see internal/planrecord) Copying
 	// creates in the target, group by group; nextCopy is the next group to
-	// create; verified is set once the source was found to hold the same
-	// moved set after the last group.
+	// create.
 	copyPlan *graph.Plan
 	copier   *move.Copier
 	nextCopy int
-	verified bool
 	// copyTarget is the target client the copier writes through.
 	// followTarget points it at the client of the kubeconfig the target
 	// Secret holds now (copyTargetOf), so that a rotated credential is
@@ -59,35 +60,17 @@ type run struct {
 	deletedBefore, deletedGroupsBefore int32
 	deleted, deletedGroups             int32
 
-	// targetValidated is set once the moved objects were checked with the
-	// target's webhooks (a reconcile that reads a stale MoveOperation from
-	// the cache repeats RestoringTarget's last steps; the check need not).
-	targetValidated bool
-
-	// identityFollowed is the target client for which the bypass in the
+	// followedTarget is the target client for which the bypass in the
 	// target was last made to name the operator's identity there (see
 	// followIdentities): a client of another kubeconfig may authenticate
-	// as somebody else. sourceIdentityFollowed is the same for the source,
-	// whose client does not change while the operator runs.
-	identityFollowed       *remote.Target
-	sourceIdentityFollowed bool
+	// as somebody else.
+	followedTarget *remote.Target
 
 	// waiting names the wait this run is in (its phase and step), and
 	// waitingSince when it began: a wait looks again soon at first, then
 	// less often (see poll).
 	waiting      string
 	waitingSince time.Time
-
-	// targetScaledUp is set once RestoringTarget has scaled the target's
-	// controllers back; sourceStarted once it has then scaled the source's
-	// providers back (see startSourceProviders).
-	targetScaledUp, sourceStarted bool
-
-	// sourceRestored is set once a rollback has restored the source.
-	sourceRestored bool
-	// targetCleared is set once a rollback has deleted what the move
-	// created in the target.
-	targetCleared bool
 }
 
 // retargetable is a client whose calls go to the client it holds when they

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/remote"
 )
 
 // scope is what one reconcile of one MoveOperation works with: the object,
@@ -25,6 +26,10 @@ type scope struct {
 	transitions []transition
 	// removeFinalizer is set when a deleted MoveOperation may go.
 	removeFinalizer bool
+
+	// target is the target's client, once a sub-step's preamble got it
+	// (see prepare): the sub-steps after it in the same reconcile use it.
+	target *remote.Target
 }
 
 type stall struct{ reason, message string }

@@ -59,7 +59,8 @@ func (m *stalledMove) restart() {
 	m.r.Recorder = m.recorder
 	m.r.clock = func() time.Time { return m.clock }
 	run := m.r.runFor(m.mo.UID)
-	run.sourceRestored, run.sourceIdentityFollowed = true, true
+	run.finish(movev1alpha1.PhaseRollingBack, sourceRestored)
+	run.finish(anyPhase, sourceIdentityFollowed)
 }
 
 // reconcileAt reconciles the move when the clock says at, and returns the

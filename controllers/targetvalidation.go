@@ -26,7 +26,7 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 		mode = movev1alpha1.TargetValidationSample
 	}
 	run := r.runFor(mo.UID)
-	if mode == movev1alpha1.TargetValidationNone || run.targetValidated {
+	if mode == movev1alpha1.TargetValidationNone || run.hasFinished(movev1alpha1.PhaseRestoringTarget, targetValidated) {
 		return
 	}
 	plan, err := r.recordedPlan(ctx, mo)
@@ -40,7 +40,9 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	}
 	began := time.Now()
 	refusals, err := move.ValidateInTarget(ctx, target, objects, r.Move)
-	run.targetValidated = err == nil
+	if err == nil {
+		run.finish(movev1alpha1.PhaseRestoringTarget, targetValidated)
+	}
 	log.FromContext(ctx).Info("checked the moved objects with the target's webhooks", "mode", string(mode),
 		"objects", len(objects), "refused", len(refusals), "duration", time.Since(began).Round(time.Millisecond).String())
 	if err != nil {
@@ -53,6 +55,12 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 		"the target's webhooks refuse %d moved objects (checked with a dry-run update, spec.targetValidation %s); they are in the target, but their controllers' next write will be refused too until they are fixed: %s",
 		len(refusals), mode, move.JoinRefusals(refusals)))
 }
+
+// targetValidated is recorded in the run (see run.finished) once the moved
+// objects were checked with the target's webhooks: a reconcile that reads
+// a stale MoveOperation from the cache repeats RestoringTarget's last
+// steps; the check need not.
+const targetValidated = "the moved objects checked with the target's webhooks"
 
 func (r *MoveOperationReconciler) reportTargetValidation(s *scope, msg string) {
 	r.event(s.mo, "Warning", movev1alpha1.ReasonTargetValidationFailed, string(movev1alpha1.PhaseRestoringTarget), msg)
