@@ -194,10 +194,12 @@ func Restore(ctx context.Context, c client.Client, controllers []Controller, fal
 	return restored, err
 }
 
-// RestoreAndCheck restores as Restore does and says, as Unavailable does,
-// which of the restored controllers are not yet Available, from the same
-// read of each Deployment, read again only after Restore scaled it: a wait
-// for the restart polls both, and one read answers both.
+// RestoreAndCheck restores as Restore does and says which of the restored
+// controllers are not yet Available at their restored replica count, with
+// a word on what each lacks, from the same read of each Deployment, read
+// again only after Restore scaled it: a wait for the restart polls both,
+// and one read answers both. One whose Deployment is gone is not waited
+// for.
 func RestoreAndCheck(ctx context.Context, c client.Client, controllers []Controller, fallback int32) ([]Controller, map[types.NamespacedName]string, error) {
 	out := make([]Controller, 0, len(controllers))
 	waiting := map[types.NamespacedName]string{}
@@ -252,30 +254,6 @@ func replicasToRestore(d *appsv1.Deployment, ctrl Controller, fallback int32) (i
 		return current, nil
 	}
 	return fallback, nil
-}
-
-// Unavailable returns the controllers that are not yet Available at their
-// restored replica count, with a word on what each lacks. One whose
-// Deployment is gone is not waited for.
-func Unavailable(ctx context.Context, c client.Reader, controllers []Controller) (map[types.NamespacedName]string, error) {
-	waiting := map[types.NamespacedName]string{}
-	for _, ctrl := range controllers {
-		d := &appsv1.Deployment{}
-		if err := c.Get(ctx, ctrl.Key, d); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
-		}
-		reason, err := notAvailable(d)
-		if err != nil {
-			return nil, fmt.Errorf("computing the status of controller Deployment %s: %w", ctrl.Key, err)
-		}
-		if reason != "" {
-			waiting[ctrl.Key] = reason
-		}
-	}
-	return waiting, nil
 }
 
 // notAvailable says why a Deployment is not fully rolled out and available,

@@ -79,9 +79,9 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 	// The core provider runs two replicas: what is restored must be 2, not
 	// the fallback.
 	scale(ctx, g, c, coreKey, 2)
-	g.Eventually(func() (map[types.NamespacedName]string, error) {
-		return quiesce.Unavailable(ctx, c, []quiesce.Controller{{Key: coreKey}})
-	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "the core provider must reach 2 available replicas")
+	// At 2 already, as recorded: nothing to restore, only to check.
+	g.Eventually(unavailable(ctx, c, []quiesce.Controller{{Key: coreKey, Recorded: ptr.To(int32(2))}}),
+		time.Minute, 200*time.Millisecond).Should(BeEmpty(), "the core provider must reach 2 available replicas")
 
 	controllers, err := quiesce.SelectControllers(ctx, c, providerSelector(t))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -210,15 +210,23 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 			g.Expect(r.Replicas).To(Equal(int32(2)))
 		}
 	}
-	g.Eventually(func() (map[types.NamespacedName]string, error) {
-		return quiesce.Unavailable(ctx, c, restored)
-	}, time.Minute, 200*time.Millisecond).Should(BeEmpty(), "every controller must be Available again")
+	g.Eventually(unavailable(ctx, c, restored), time.Minute, 200*time.Millisecond).Should(BeEmpty(), "every controller must be Available again")
 	g.Expect(core.WaitServing(ctx, true)).To(Succeed())
 	g.Expect(quiesce.Forget(ctx, c, restored)).To(Succeed())
 	d := &appsv1.Deployment{}
 	g.Expect(c.Get(ctx, coreKey, d)).To(Succeed())
 	g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation))
 	g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+}
+
+// unavailable says which of the controllers are not yet Available, as
+// RestoreAndCheck does while it restores them: at their restored count
+// already, they are only checked.
+func unavailable(ctx context.Context, c client.Client, controllers []quiesce.Controller) func() (map[types.NamespacedName]string, error) {
+	return func() (map[types.NamespacedName]string, error) {
+		_, waiting, err := quiesce.RestoreAndCheck(ctx, c, controllers, 1)
+		return waiting, err
+	}
 }
 
 func TestRestoreFallsBackWhenTheRecordIsLost(t *testing.T) {
