@@ -460,7 +460,7 @@ func TestToTargetUIDsRewritesWholeMovedUIDsInPlaceAndAgainAfterAPartialRewrite(t
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid", Labels: moveLabel}},
 	).Build()
 	c := NewCopier(source, fake.NewClientBuilder().Build(), configMapPlan(t, ctx, source), "op", Options{})
-	c.recordUID("a-uid", "a-copy")
+	c.uids.record("a-uid", "a-copy")
 
 	status := map[string]any{
 		"consumerRef": map[string]any{"uid": "a-uid", "name": "a"},
@@ -488,7 +488,7 @@ func TestToTargetUIDsRewritesWholeMovedUIDsInPlaceAndAgainAfterAPartialRewrite(t
 	if err == nil || !strings.Contains(err.Error(), "not in the target yet") {
 		t.Fatalf("a status naming a moved object without a copy: %v, want an error saying it is not in the target yet", err)
 	}
-	c.recordUID("b-uid", "b-copy")
+	c.uids.record("b-uid", "b-copy")
 	if err := c.toTargetUIDs(ctx, partial); err != nil {
 		t.Fatal(err)
 	}

@@ -130,49 +130,13 @@ func mapGenerations(status map[string]any, sourceGeneration, targetGeneration in
 // one), or -1 when every object it names has one.
 func (c *Copier) waitsFor(o *graph.Object, status map[string]any) int {
 	last := -1
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	eachString(status, func(s string) {
 		named, moves := c.plan.Object(types.UID(s))
-		if !moves {
-			return
-		}
-		if _, copied := c.targetUIDs[named.UID]; !copied {
+		if moves && !c.uids.known(named.UID) {
 			last = max(last, named.Group, o.Group)
 		}
 	})
 	return last
-}
-
-// wait keeps a copy until the objects its status names are copied.
-func (c *Copier) wait(d copied) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.waiting[d.targetUID] = d
-}
-
-// finishWaiting finishes the copies that waited for group: every moved
-// object their status names has a copy now. They are recorded with that
-// group. A restarted move copies every group again: a copy that was
-// waiting, still marked by the operation's field manager, waits again.
-func (c *Copier) finishWaiting(ctx context.Context, group int) error {
-	var ready []copied
-	c.mu.Lock()
-	for uid, w := range c.waiting {
-		if w.waitsFor <= group {
-			ready = append(ready, w)
-			delete(c.waiting, uid)
-		}
-	}
-	c.mu.Unlock()
-	if err := c.finish(ctx, group, ready); err != nil {
-		// Kept for the group's next attempt.
-		for _, d := range ready {
-			c.wait(d)
-		}
-		return err
-	}
-	return nil
 }
 
 // copyStatus writes a status to the target copy of an object, through the
@@ -230,7 +194,7 @@ func (c *Copier) toTargetUIDs(ctx context.Context, status map[string]any) error 
 			if !moves {
 				return v, nil
 			}
-			uid, err := c.targetUID(ctx, named)
+			uid, err := c.uids.of(ctx, named)
 			if err != nil {
 				return nil, err
 			}
