@@ -11,6 +11,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	// Hosts for the hosts test; the other tests' fleets have none.
-	testenv.Main(m, testenv.Options{CAPI: true, Controllers: true, Hosts: true}, &env)
+	// Hosts for the hosts test (the other tests' fleets have none);
+	// SelfHosted for the pivot test.
+	testenv.Main(m, testenv.Options{CAPI: true, Controllers: true, Hosts: true, SelfHosted: true}, &env)
 }

@@ -203,6 +203,13 @@ func takeOverAMovedFleet(t *testing.T, op *mover.Operator, policy movev1alpha1.S
 // image, the Deployment's args, the shipped RBAC) until the test ends.
 func startOperator(t *testing.T) *mover.Operator {
 	t.Helper()
+	return startOperatorIn(t, env.Source, env.Target)
+}
+
+// startOperatorIn starts the operator as users install it in source,
+// moving to target, and stops it when the test ends.
+func startOperatorIn(t *testing.T, source, target *testenv.Management) *mover.Operator {
+	t.Helper()
 	root, err := testenv.RepositoryRoot("go test ./test/livecontrollers/")
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +217,7 @@ func startOperator(t *testing.T) *mover.Operator {
 	// Building the image, when make test has not, takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	op, err := mover.StartOperator(ctx, env, root, t.TempDir())
+	op, err := mover.StartOperatorIn(ctx, source, target, root, t.TempDir())
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
 	}
@@ -283,19 +290,25 @@ func clustersAvailable(ctx context.Context, m *testenv.Management, f *fleet.Flee
 }
 
 // reconciledByTarget returns the first moved object the target's
-// controllers have not reconciled yet. The copies were created without
-// status, so a status is the target controllers' work: computed for the
-// current generation, not paused, and for the loop and bootstrap kinds
-// provisioned.
+// controllers have not reconciled yet (see reconciledBy).
 func reconciledByTarget(ctx context.Context, f *fleet.Fleet) error {
-	c := env.Target.Client
+	return reconciledBy(ctx, env.Target, f)
+}
+
+// reconciledBy returns the first moved object the controllers of m, the
+// cluster moved to, have not reconciled yet. The copies were created
+// without status, so a status is their work: computed for the current
+// generation, not paused, and for the loop and bootstrap kinds
+// provisioned.
+func reconciledBy(ctx context.Context, m *testenv.Management, f *fleet.Fleet) error {
+	c := m.Client
 	for _, gvk := range statusKinds {
 		items, err := listIn(ctx, c, gvk, f.Namespaces)
 		if err != nil {
 			return err
 		}
 		if len(items) == 0 {
-			return fmt.Errorf("no %s in the target", gvk.Kind)
+			return fmt.Errorf("no %s in %s", gvk.Kind, m.Name)
 		}
 		for _, u := range items {
 			if err := reconciledAtGeneration(&u); err != nil {
@@ -309,7 +322,7 @@ func reconciledByTarget(ctx context.Context, f *fleet.Fleet) error {
 			return err
 		}
 		if len(items) == 0 {
-			return fmt.Errorf("no %s in the target", gvk.Kind)
+			return fmt.Errorf("no %s in %s", gvk.Kind, m.Name)
 		}
 		for _, u := range items {
 			if done, _, _ := unstructured.NestedBool(u.Object, "status", "initialization", field); !done {
