@@ -1,9 +1,14 @@
-// Command demo is `make demo`: it moves a fleet of Cluster API workload
-// clusters from one local management cluster to another with move-operator
-// running as a real process, every Cluster API controller live in both
-// clusters, shows the move live, prints what changed, and ends with the
-// takeover check: the target's controllers reconciled the moved fleet and
-// no VM or Machine was created or deleted.
+// Command demo is `make demo`: the pivot most Cluster API users make. A
+// bootstrap cluster manages a fleet that includes the management cluster it
+// created (the Cluster "mgmt/mgmt-0", whose API server, kubeconfig and Nodes
+// are the second local cluster's); move-operator, running as a real process
+// with every Cluster API controller live in both clusters, moves the whole
+// fleet into that cluster, which then manages itself. The demo shows the
+// move live, prints what changed, and ends with the takeover check: the new
+// management cluster's controllers reconciled the moved fleet and no VM,
+// Machine or Node was created or deleted. With BACK=1 the operator installed
+// in the self-hosted cluster then moves everything back to the bootstrap
+// cluster, as before deleting the self-hosted cluster, with the same checks.
 //
 // It starts two local management clusters (package testenv: real etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok processes
@@ -15,9 +20,10 @@
 // installed: the Deployment's args and env, the ServiceAccount and RBAC of
 // dist/install.yaml), makes the target credential as `manager
 // target-access` does, and applies config/samples/demo_moveoperation.yaml. It
-// exits 0 only when the MoveOperation reached Done, the target holds exactly
+// exits 0 only when each MoveOperation reached Done, the target holds exactly
 // what the source held before, and the target's controllers took the fleet
-// over without creating or deleting a VM or a Machine (package takeover).
+// over without creating or deleting a VM, a Machine or a Node of the
+// self-hosted cluster (package takeover).
 //
 // The clusters are processes of this program: they stop when it stops. With
 // KEEP=1 it stays in the foreground after the move, printing kubectl commands
@@ -32,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,6 +50,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,15 +86,24 @@ const (
 	takeoverWindow = 30 * time.Second
 )
 
-// fleetOptions is the demo fleet: six workload clusters, two of each shape
-// (classic, ClusterClass in the cluster's namespace, ClusterClass in another
+// The demo fleet: the self-hosted management cluster (classic, in
+// namespace mgmt), and six workload clusters, two of each shape (classic,
+// ClusterClass in the cluster's namespace, ClusterClass in another
 // namespace), in two team namespaces. The sample names the same namespaces.
-var fleetOptions = fleet.Options{
-	Clusters:   6,
-	Workers:    ptr.To(1),
-	Namespaces: []string{"team-a", "team-b"},
-	Name:       "workload",
-}
+var (
+	selfHostedOptions = fleet.Options{
+		Clusters:   1,
+		Workers:    ptr.To(1),
+		Namespaces: []string{"mgmt"},
+		Name:       "mgmt",
+	}
+	fleetOptions = fleet.Options{
+		Clusters:   6,
+		Workers:    ptr.To(1),
+		Namespaces: []string{"team-a", "team-b"},
+		Name:       "workload",
+	}
+)
 
 func main() {
 	os.Exit(run())
@@ -97,28 +114,38 @@ type demo struct {
 	root    string
 	workDir string
 	env     *testenv.Env
-	// operator is the manager as installed (test/installed), nil until
-	// started; binary is its binary, out of the image.
-	operator *installed.Running
-	binary   string
-	opLog    string
-	began    time.Time
+	// binary is the manager's binary, out of the image.
+	binary string
+	// legs are the moves started so far: the pivot, then the move back.
+	legs  []*leg
+	began time.Time
 	// lowest holds, per controller, the fewest replicas seen during the move.
 	lowest map[string]int32
+}
+
+// leg is one move of the demo: from one management cluster to the other,
+// by the operator installed in the first.
+type leg struct {
+	name     string
+	from, to *testenv.Management
+	// operator is the manager as installed (test/installed) in from, nil
+	// until started.
+	operator *installed.Running
+	opLog    string
 }
 
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d := &demo{began: time.Now()}
-	keep := os.Getenv("KEEP") != ""
+	keep, back := os.Getenv("KEEP") != "", os.Getenv("BACK") != ""
 
-	say("move-operator demo: a fleet of Cluster API clusters moves between two local management clusters.")
+	say("move-operator demo: a bootstrap cluster's fleet pivots into the management cluster it created.")
 	say("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok from the Go")
 	say("module proxy, and compiles the operator and this demo: about 15 minutes on 2 cores the first time,")
 	say("cached afterwards (binaries under ~/.cache/move-operator). A repeat run takes under 2 minutes.")
 
-	err := d.run(ctx, keep)
+	err := d.run(ctx, keep, back)
 	code := 0
 	if err != nil {
 		code = 1
@@ -137,7 +164,7 @@ func run() int {
 	return code
 }
 
-func (d *demo) run(ctx context.Context, keep bool) error {
+func (d *demo) run(ctx context.Context, keep, back bool) error {
 	if err := d.setUp(ctx); err != nil {
 		return err
 	}
@@ -145,12 +172,34 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	if err != nil {
 		return err
 	}
-
-	c, err := d.sourceClient()
+	nodes, err := d.selfHostedNodes(ctx)
 	if err != nil {
 		return err
 	}
-	before, err := take(ctx, d.env.Source.Client, f.Namespaces)
+	legs := []*leg{{name: "pivot", from: d.env.Source, to: d.env.Target}}
+	if back {
+		legs = append(legs, &leg{name: "back", from: d.env.Target, to: d.env.Source})
+	}
+	for _, l := range legs {
+		if err := d.move(ctx, l, f, nodes, keep || l != legs[len(legs)-1]); err != nil {
+			return err
+		}
+	}
+	if !back {
+		say("(BACK=1 make demo moves everything back to the bootstrap cluster afterwards.)")
+	}
+	return nil
+}
+
+// move makes one leg of the demo and checks it.
+func (d *demo) move(ctx context.Context, l *leg, f *fleet.Fleet, nodes map[string]string, quiet bool) error {
+	d.legs = append(d.legs, l)
+	step(fmt.Sprintf("%s: moving the fleet from %s to %s", l.name, l.from.Name, l.to.Name))
+	c, err := clientFor(l.from)
+	if err != nil {
+		return err
+	}
+	before, err := take(ctx, l.from.Client, f.Namespaces)
 	if err != nil {
 		return err
 	}
@@ -158,22 +207,22 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 	if err != nil {
 		return err
 	}
-	mark, mo, err := d.startMove(ctx, c)
+	mark, mo, err := d.startMove(ctx, l, c)
 	if err != nil {
 		return err
 	}
 
 	step("Watching the move (as kubectl get mo -w would show it)")
-	done, err := d.watch(ctx, c, mo)
+	done, err := d.watch(ctx, l, c, mo)
 	if err != nil {
 		return err
 	}
 
-	after, err := take(ctx, d.env.Target.Client, f.Namespaces)
+	after, err := take(ctx, l.to.Client, f.Namespaces)
 	if err != nil {
 		return err
 	}
-	sourceAfter, err := take(ctx, d.env.Source.Client, f.Namespaces)
+	sourceAfter, err := take(ctx, l.from.Client, f.Namespaces)
 	if err != nil {
 		return err
 	}
@@ -182,18 +231,18 @@ func (d *demo) run(ctx context.Context, keep bool) error {
 		return err
 	}
 	step("Summary")
-	printKinds(before, sourceAfter, after, f.Namespaces, done.Status.Phase == movev1alpha1.PhaseDone)
+	printKinds(l, before, sourceAfter, after, f.Namespaces, done.Status.Phase == movev1alpha1.PhaseDone)
 	printReplicas(replicasBefore, d.lowest, replicasAfter)
 	printPhases(done)
 
 	if err := checkMove(done, f.Namespaces, before, sourceAfter, after, replicasBefore, replicasAfter); err != nil {
 		return err
 	}
-	headline, err := d.takeover(ctx, f, mark, done)
+	headline, err := d.takeover(ctx, l, f, mark, done, nodes)
 	if err != nil {
 		return err
 	}
-	d.saySuccess(done, len(inNamespaces(before, f.Namespaces).Objects), keep)
+	d.saySuccess(done, len(inNamespaces(before, f.Namespaces).Objects), quiet)
 	say("\n%s", headline)
 	return nil
 }
@@ -209,7 +258,6 @@ func (d *demo) setUp(ctx context.Context) error {
 	if d.workDir, err = os.MkdirTemp("", "move-operator-demo-"); err != nil {
 		return err
 	}
-	d.opLog = filepath.Join(d.workDir, "manager.log")
 	// The Cluster API webhooks served by this process log through
 	// controller-runtime's logger: into the work directory, not the terminal.
 	webhookLog, err := os.Create(filepath.Join(d.workDir, "webhooks.log"))
@@ -225,10 +273,10 @@ func (d *demo) setUp(ctx context.Context) error {
 	}
 	say("  using %s", binDir)
 
-	step("Building the operator's image (make image) while two management clusters start")
+	step("Building the operator's image (make image) while the bootstrap cluster and the management cluster start")
 	built := make(chan error, 1)
 	go func() { built <- d.buildOperator(ctx) }()
-	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, Logf: func(format string, args ...any) {
+	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, SelfHosted: true, Names: [2]string{"bootstrap", "mgmt"}, Logf: func(format string, args ...any) {
 		say("  "+format, args...)
 	}})
 	if err != nil {
@@ -241,20 +289,33 @@ func (d *demo) setUp(ctx context.Context) error {
 	return nil
 }
 
-// createFleet creates the fleet in the source, and waits until the
-// source's controllers have reconciled it and left it alone.
+// createFleet creates the fleet in the bootstrap cluster (the source):
+// the self-hosted management cluster, whose workload cluster is the
+// target, and the others; it waits until the source's controllers have
+// reconciled it and left it alone.
 func (d *demo) createFleet(ctx context.Context) (*fleet.Fleet, error) {
-	step(fmt.Sprintf("Creating a fleet of %d workload clusters in the source", fleetOptions.Clusters))
-	opts := fleetOptions
+	step(fmt.Sprintf("Creating a fleet of %d workload clusters in the bootstrap cluster",
+		selfHostedOptions.Clusters+fleetOptions.Clusters))
+	selfOpts, opts := selfHostedOptions, fleetOptions
+	selfOpts.Live = &fleet.Live{Cloud: d.env.Cloud, Workload: d.env.SelfHosted, ManagementCluster: d.env.Source.Name}
 	opts.Live = &fleet.Live{Cloud: d.env.Cloud, Workload: d.env.Workload, ManagementCluster: d.env.Source.Name}
-	f, err := fleet.Create(ctx, d.env.Source.Client, opts)
+	self, err := fleet.Create(ctx, d.env.Source.Client, selfOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the self-hosted cluster: %w", err)
+	}
+	others, err := fleet.Create(ctx, d.env.Source.Client, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the fleet: %w", err)
 	}
+	f := fleet.Join(self, others)
+	host, port := d.env.SelfHosted.Endpoint()
 	for _, c := range f.Clusters {
 		class := ""
 		if c.ClassRef != nil {
 			class = " (ClusterClass " + c.ClassRef.String() + ")"
+		}
+		if c.Namespace == self.Clusters[0].Namespace {
+			class = fmt.Sprintf(": the local management cluster %q itself, at %s:%d", d.env.Target.Name, host, port)
 		}
 		say("  %-8s %-12s %s%s, %d Machines", c.Namespace, c.Name, c.Shape, class, len(c.Machines))
 	}
@@ -266,30 +327,49 @@ func (d *demo) createFleet(ctx context.Context) (*fleet.Fleet, error) {
 		}
 		return takeover.Quiet(d.env.Source, ours, quietBeforeMove)
 	}); err != nil {
-		return nil, fmt.Errorf("the fleet did not settle in the source: %w", err)
+		return nil, fmt.Errorf("the fleet did not settle in the bootstrap cluster: %w", err)
 	}
-	say("  the source's controllers have reconciled it and left it alone for %s", quietBeforeMove)
+	say("  the bootstrap cluster's controllers have reconciled it and left it alone for %s", quietBeforeMove)
 	return f, nil
 }
 
-// startMove installs the MoveOperation CRD in the source, starts the
-// operator, and applies the sample MoveOperation. It returns the mark taken
-// just before the move starts, from which the takeover counts writes.
-func (d *demo) startMove(ctx context.Context, c client.Client) (takeover.Mark, *movev1alpha1.MoveOperation, error) {
-	step("Installing the MoveOperation CRD in the source and starting the operator")
-	if _, err := envtest.InstallCRDs(d.env.Source.Config, envtest.CRDInstallOptions{
+// selfHostedNodes are the Nodes of the self-hosted cluster's Machines, in
+// the management cluster they stand for: name to UID.
+func (d *demo) selfHostedNodes(ctx context.Context) (map[string]string, error) {
+	list := &corev1.NodeList{}
+	if err := d.env.SelfHosted.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing the self-hosted cluster's Nodes: %w", err)
+	}
+	out := map[string]string{}
+	for _, n := range list.Items {
+		if strings.Contains(n.Spec.ProviderID, "/"+selfHostedOptions.Namespaces[0]+"/") {
+			out[n.Name] = string(n.UID)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the self-hosted cluster has no Node in %s", d.env.Target.Name)
+	}
+	return out, nil
+}
+
+// startMove installs the MoveOperation CRD in the leg's source, starts the
+// operator there, and applies the sample MoveOperation. It returns the mark
+// taken just before the move starts, from which the takeover counts writes.
+func (d *demo) startMove(ctx context.Context, l *leg, c client.Client) (takeover.Mark, *movev1alpha1.MoveOperation, error) {
+	step(fmt.Sprintf("Installing the MoveOperation CRD in %s and starting the operator there", l.from.Name))
+	if _, err := envtest.InstallCRDs(l.from.Config, envtest.CRDInstallOptions{
 		Paths: []string{filepath.Join(d.root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
 	}); err != nil {
 		return takeover.Mark{}, nil, fmt.Errorf("installing the MoveOperation CRD: %w", err)
 	}
-	if err := d.startOperator(ctx); err != nil {
+	if err := d.startOperator(ctx, l); err != nil {
 		return takeover.Mark{}, nil, err
 	}
-	say("  its log: %s", d.opLog)
+	say("  its log: %s", l.opLog)
 
 	mark := takeover.MarkNow(d.env)
 	step("Creating the target kubeconfig Secret and applying " + samplePath)
-	mo, err := d.applySample(ctx, c)
+	mo, err := d.applySample(ctx, l, c)
 	return mark, mo, err
 }
 
@@ -324,7 +404,7 @@ func checkMove(done *movev1alpha1.MoveOperation, namespaces []string, before, so
 }
 
 // saySuccess says what moved and how long it took.
-func (d *demo) saySuccess(done *movev1alpha1.MoveOperation, moved int, keep bool) {
+func (d *demo) saySuccess(done *movev1alpha1.MoveOperation, moved int, quiet bool) {
 	planned := 0
 	if done.Status.Plan != nil {
 		planned = int(done.Status.Plan.Objects)
@@ -333,7 +413,7 @@ func (d *demo) saySuccess(done *movev1alpha1.MoveOperation, moved int, keep bool
 		moved, moveDuration(done), planned-moved)
 	say("source held before, every controller is back at its replica count, and the whole demo took %s.",
 		time.Since(d.began).Round(time.Second))
-	if !keep {
+	if !quiet {
 		say("(KEEP=1 make demo keeps both clusters running afterwards.)")
 	}
 }
@@ -341,20 +421,20 @@ func (d *demo) saySuccess(done *movev1alpha1.MoveOperation, moved int, keep bool
 // takeover waits until the target's live controllers have reconciled the
 // moved fleet, watches it for takeoverWindow, and returns the one-line
 // result: what stopping the controllers for the move is for.
-func (d *demo) takeover(ctx context.Context, f *fleet.Fleet, mark takeover.Mark, done *movev1alpha1.MoveOperation) (string, error) {
-	step(fmt.Sprintf("Watching the target's controllers take the fleet over (%s once reconciled)", takeoverWindow))
+func (d *demo) takeover(ctx context.Context, l *leg, f *fleet.Fleet, mark takeover.Mark, done *movev1alpha1.MoveOperation, nodes map[string]string) (string, error) {
+	step(fmt.Sprintf("Watching %s's controllers take the fleet over (%s once reconciled)", l.to.Name, takeoverWindow))
 	if err := takeover.Poll(ctx, settleBound, func() error {
-		if err := takeover.Available(ctx, d.env.Target, f); err != nil {
+		if err := takeover.Available(ctx, l.to, f); err != nil {
 			return err
 		}
-		return takeover.Running(ctx, d.env.Target, f)
+		return takeover.Running(ctx, l.to, f)
 	}); err != nil {
 		return "", fmt.Errorf("the target's controllers did not reconcile the moved fleet: %w", err)
 	}
 	reconciled := time.Since(done.Status.CompletionTime.Time).Round(time.Second)
 	say("  every Cluster Available, every Machine and MachinePool Running, %s after Done", reconciled)
 	for end := time.Now().Add(takeoverWindow); time.Now().Before(end); {
-		if err := takeover.Available(ctx, d.env.Target, f); err != nil {
+		if err := takeover.Available(ctx, l.to, f); err != nil {
 			return "", fmt.Errorf("the moved fleet did not stay Available: %w", err)
 		}
 		select {
@@ -373,12 +453,19 @@ func (d *demo) takeover(ctx context.Context, f *fleet.Fleet, mark takeover.Mark,
 		}
 		return "", fmt.Errorf("the move disturbed the fleet: %d VM events, %d Machines created or deleted", len(churn.VMs), len(churn.Machines))
 	}
+	now, err := d.selfHostedNodes(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !maps.Equal(now, nodes) {
+		return "", fmt.Errorf("the self-hosted cluster's Nodes changed: %v before, %v now", nodes, now)
+	}
 	machines := 0
 	for _, c := range f.Clusters {
 		machines += len(c.Machines)
 	}
-	return fmt.Sprintf("TAKEOVER: no VM or Machine created or deleted; the target's controllers reconciled the fleet (%d clusters, %d Machines) %s after Done",
-		len(f.Clusters), machines, reconciled), nil
+	return fmt.Sprintf("TAKEOVER: no VM, Machine or Node created or deleted; %s's controllers reconciled the fleet (%d clusters, %d Machines, the self-hosted one among them) %s after Done",
+		l.to.Name, len(f.Clusters), machines, reconciled), nil
 }
 
 // buildOperator builds the host platform's image (hack/image, as make
@@ -390,23 +477,24 @@ func (d *demo) buildOperator(context.Context) error {
 	return err
 }
 
-// startOperator installs the operator's identity as dist/install.yaml
-// gives it (its ServiceAccount and RBAC, a token for it) and runs the
-// manager with the args and env of that file's Deployment.
-func (d *demo) startOperator(ctx context.Context) error {
+// startOperator installs the operator's identity in the leg's source as
+// dist/install.yaml gives it (its ServiceAccount and RBAC, a token for it)
+// and runs the manager with the args and env of that file's Deployment.
+func (d *demo) startOperator(ctx context.Context, l *leg) error {
 	install, err := installed.Read(d.root)
 	if err != nil {
 		return err
 	}
-	identity, err := install.Grant(ctx, d.env.Source.Config, filepath.Join(d.workDir, "identity"))
+	identity, err := install.Grant(ctx, l.from.Config, filepath.Join(d.workDir, l.name+"-identity"))
 	if err != nil {
 		return fmt.Errorf("giving the operator its installed identity: %w", err)
 	}
-	d.operator, err = install.Start(ctx, installed.Process{Binary: d.binary, Identity: identity}, d.opLog)
+	l.opLog = filepath.Join(d.workDir, l.name+"-manager.log")
+	l.operator, err = install.Start(ctx, installed.Process{Binary: d.binary, Identity: identity}, l.opLog)
 	if err != nil {
 		return err
 	}
-	args, err := install.Args(installed.Process{Binary: d.binary, Identity: identity, ProbeAddress: d.operator.ProbeAddress})
+	args, err := install.Args(installed.Process{Binary: d.binary, Identity: identity, ProbeAddress: l.operator.ProbeAddress})
 	if err != nil {
 		return err
 	}
@@ -415,13 +503,14 @@ func (d *demo) startOperator(ctx context.Context) error {
 	return nil
 }
 
-func (d *demo) sourceClient() (client.Client, error) {
+// clientFor is an admin client of m that reads MoveOperations too.
+func clientFor(m *testenv.Management) (client.Client, error) {
 	s := capiprovider.NewScheme()
 	utilruntime.Must(movev1alpha1.AddToScheme(s))
-	return client.New(d.env.Source.Config, client.Options{Scheme: s})
+	return client.New(m.Config, client.Options{Scheme: s})
 }
 
-func (d *demo) applySample(ctx context.Context, c client.Client) (*movev1alpha1.MoveOperation, error) {
+func (d *demo) applySample(ctx context.Context, l *leg, c client.Client) (*movev1alpha1.MoveOperation, error) {
 	data, err := os.ReadFile(filepath.Join(d.root, samplePath))
 	if err != nil {
 		return nil, err
@@ -436,15 +525,15 @@ func (d *demo) applySample(ctx context.Context, c client.Client) (*movev1alpha1.
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, expires, err := targetaccess.Grant(ctx, d.env.Target.Config, manifest, targetaccess.Options{})
+	kubeconfig, expires, err := targetaccess.Grant(ctx, l.to.Config, manifest, targetaccess.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("making the operator's target credential: %w", err)
 	}
 	if err := targetaccess.WriteSecret(ctx, c, mo.Namespace, secretName, movev1alpha1.DefaultKubeconfigSecretKey, kubeconfig); err != nil {
 		return nil, err
 	}
-	say("  Secret %s/%s: a token of the target's move-operator-target ServiceAccount (%s), valid until %s",
-		mo.Namespace, secretName, installed.TargetAccessPath, expires.Format(time.RFC3339))
+	say("  Secret %s/%s: a token of %s's move-operator-target ServiceAccount (%s), valid until %s",
+		mo.Namespace, secretName, l.to.Name, installed.TargetAccessPath, expires.Format(time.RFC3339))
 	if err := c.Create(ctx, mo); err != nil {
 		return nil, fmt.Errorf("creating MoveOperation %s/%s: %w", mo.Namespace, mo.Name, err)
 	}
@@ -454,7 +543,7 @@ func (d *demo) applySample(ctx context.Context, c client.Client) (*movev1alpha1.
 
 // watch prints a line each time the phase or the progress changes, until the
 // move has ended (Done or Failed).
-func (d *demo) watch(ctx context.Context, c client.Client, mo *movev1alpha1.MoveOperation) (*movev1alpha1.MoveOperation, error) {
+func (d *demo) watch(ctx context.Context, l *leg, c client.Client, mo *movev1alpha1.MoveOperation) (*movev1alpha1.MoveOperation, error) {
 	ctx, cancel := context.WithTimeout(ctx, moveTimeout)
 	defer cancel()
 	const row = "  %-12s %-16s %-18s %-10s %s\n"
@@ -496,8 +585,8 @@ func (d *demo) watch(ctx context.Context, c client.Client, mo *movev1alpha1.Move
 			}
 		}
 		select {
-		case <-d.operator.Exited():
-			return cur, fmt.Errorf("the operator exited (%w) in phase %s", d.operator.Err(), cur.Status.Phase)
+		case <-l.operator.Exited():
+			return cur, fmt.Errorf("the operator exited (%w) in phase %s", l.operator.Err(), cur.Status.Phase)
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				printConditions(cur)
@@ -525,8 +614,12 @@ func (d *demo) replicas(ctx context.Context) (map[string]int32, error) {
 }
 
 func (d *demo) printLogLocations(w io.Writer) {
-	if d.opLog != "" {
-		fmt.Fprintf(w, "operator log:            %s\n", d.opLog)
+	for _, l := range d.legs {
+		if l.opLog != "" {
+			fmt.Fprintf(w, "operator log (%s):%s%s\n", l.name, strings.Repeat(" ", 9-len(l.name)), l.opLog)
+		}
+	}
+	if d.workDir != "" {
 		fmt.Fprintf(w, "webhook log:             %s\n", filepath.Join(d.workDir, "webhooks.log"))
 	}
 	if d.env != nil {
@@ -546,14 +639,16 @@ func (d *demo) printKeepInstructions() {
 	say("  kubectl --kubeconfig %s get clusters,machines,clusterclasses -A", tgt)
 	say("  kubectl --kubeconfig %s get deployments -A -l %s", tgt, capiprovider.ProviderLabel)
 	say("")
-	say("Logs: operator %s; cluster processes %s", d.opLog, d.env.LogDirs())
+	say("Logs: operator under %s; cluster processes %s", d.workDir, d.env.LogDirs())
 	say("Stop everything with Ctrl-C here (or kill -INT %d).", os.Getpid())
 }
 
 func (d *demo) cleanup(removeLogs bool) {
-	if d.operator != nil {
-		if err := d.operator.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the operator: %v\n", err)
+	for _, l := range d.legs {
+		if l.operator != nil {
+			if err := l.operator.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the operator in %s: %v\n", l.from.Name, err)
+			}
 		}
 	}
 	if d.env != nil {
@@ -607,8 +702,8 @@ func ownedByGlobal(o snapshot.Object) bool {
 	return false
 }
 
-func printKinds(before, sourceAfter, targetAfter *snapshot.Snapshot, namespaces []string, moved bool) {
-	say("Objects per kind (the fleet's namespaces and the global objects of its hierarchy):")
+func printKinds(l *leg, before, sourceAfter, targetAfter *snapshot.Snapshot, namespaces []string, moved bool) {
+	say("Objects per kind (the fleet's namespaces and the global objects of its hierarchy), from %s to %s:", l.from.Name, l.to.Name)
 	b, s, t := before.Kinds(), sourceAfter.Kinds(), targetAfter.Kinds()
 	kinds := map[string]bool{}
 	for _, m := range []map[string]int{b, s, t} {

@@ -45,6 +45,10 @@ type Options struct {
 	// Cluster whose control plane, kubeconfig and Nodes are the target's,
 	// which moving it there makes self-hosted (a pivot). Off by default.
 	SelfHosted bool
+	// Names are the local clusters' names, source's then target's (they
+	// name kubeconfig contexts and directories). Default "source" and
+	// "target".
+	Names [2]string
 	// PodStartLatency is how long a scheduled pod takes to become Running
 	// and Ready (localcluster.Options.PodStartLatency). Default 0.
 	PodStartLatency time.Duration
@@ -118,18 +122,22 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		m   *Management
 		err error
 	}
-	results := map[string]chan result{"source": make(chan result, 1), "target": make(chan result, 1)}
-	for name, ch := range results {
+	names := opts.Names
+	if names == [2]string{} {
+		names = [2]string{"source", "target"}
+	}
+	results := [2]chan result{make(chan result, 1), make(chan result, 1)}
+	for i, ch := range results {
 		go func() {
 			var ca *workload.Certificates
-			if name == "target" {
+			if i == 1 {
 				ca = selfHosted
 			}
-			m, err := startManagement(ctx, name, opts, env, ca)
+			m, err := startManagement(ctx, names[i], opts, env, ca)
 			ch <- result{m, err}
 		}()
 	}
-	src, tgt := <-results["source"], <-results["target"]
+	src, tgt := <-results[0], <-results[1]
 	env.Source, env.Target = src.m, tgt.m
 	if err := errors.Join(src.err, tgt.err, <-workloadDone); err != nil {
 		return nil, errors.Join(err, env.Stop())
