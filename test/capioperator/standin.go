@@ -3,6 +3,7 @@ package capioperator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -19,6 +20,39 @@ import (
 // InstallerLabels are the labels cluster-api-operator's release manifests
 // and Helm chart put on its Deployment.
 var InstallerLabels = map[string]string{"clusterctl.cluster.x-k8s.io/core": "capi-operator"}
+
+// createManagerDeployment creates a manager's Deployment key: one replica,
+// its pods labelled podLabels plus labels, given a grace period when one
+// is set.
+func createManagerDeployment(ctx context.Context, c client.Client, key types.NamespacedName, labels, podLabels map[string]string, grace *int64) error {
+	podLabels = maps.Clone(podLabels)
+	maps.Copy(podLabels, labels)
+	d := kwokDeployment(key, labels, podLabels, 1, "registry.k8s.io/capi-operator/cluster-api-operator:v0.29.0")
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = grace
+	return c.Create(ctx, d)
+}
+
+// kwokDeployment is a Deployment whose pods, one container named manager,
+// are placed on the cluster's kwok node.
+func kwokDeployment(key types.NamespacedName, labels, podLabels map[string]string, replicas int32, image string) *appsv1.Deployment {
+	nodeSelector, tolerations := localcluster.PodPlacement()
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					NodeSelector: nodeSelector,
+					Tolerations:  tolerations,
+					Containers:   []corev1.Container{{Name: "manager", Image: image}},
+				},
+			},
+		},
+	}
+}
 
 // ScaleUp is a provider Deployment the stand-in scaled from zero back to one.
 type ScaleUp struct {
@@ -66,26 +100,7 @@ func StartStandIn(ctx context.Context, c client.Client, key types.NamespacedName
 		opts.Interval = 50 * time.Millisecond
 	}
 	podLabels := map[string]string{"app": "stand-in-" + key.Name}
-	for k, v := range opts.Labels {
-		podLabels[k] = v
-	}
-	nodeSelector, tolerations := localcluster.PodPlacement()
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: opts.Labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec: corev1.PodSpec{
-					NodeSelector: nodeSelector,
-					Tolerations:  tolerations,
-					Containers:   []corev1.Container{{Name: "manager", Image: "registry.k8s.io/cluster-api-operator/cluster-api-operator:v0.29.0"}},
-				},
-			},
-		},
-	}
-	if err := c.Create(ctx, d); err != nil {
+	if err := createManagerDeployment(ctx, c, key, opts.Labels, podLabels, nil); err != nil {
 		return nil, fmt.Errorf("creating the stand-in Deployment %s: %w", key, err)
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
@@ -174,6 +189,9 @@ func (s *StandIn) Err() error {
 func (s *StandIn) Stop(ctx context.Context) error {
 	s.cancel()
 	<-s.done
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: s.Key.Namespace, Name: s.Key.Name}}
-	return client.IgnoreNotFound(s.c.Delete(ctx, d))
+	return client.IgnoreNotFound(s.c.Delete(ctx, deploymentRef(s.Key)))
+}
+
+func deploymentRef(key types.NamespacedName) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 }

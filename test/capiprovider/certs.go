@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -97,4 +99,23 @@ func (ca *certificateAuthority) issue(service, namespace, clusterIP string) (*se
 		return nil, err
 	}
 	return &servingCert{tls: pair, certPEM: certPEM, keyPEM: keyPEM}, nil
+}
+
+// WriteServingFiles writes tls.crt and tls.key into dir, as cert-manager
+// mounts them into a webhook server's pod: a serving certificate for the
+// Service namespace/service, signed by a CA of its own. For a server that
+// needs its files to start and that the API server never calls.
+func WriteServingFiles(dir, service, namespace string) error {
+	ca, err := newCertificateAuthority(service + "-ca")
+	if err != nil {
+		return err
+	}
+	cert, err := ca.issue(service, namespace, "127.0.0.1")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), cert.certPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tls.key"), cert.keyPEM, 0o600)
 }
