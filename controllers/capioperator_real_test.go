@@ -5,6 +5,8 @@ package controllers_test
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,9 +14,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/capioperator"
+	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -33,9 +40,9 @@ type realOperator struct {
 // startRealOperator runs the real cluster-api-operator in a cluster until
 // the test ends, with clusterctl's inventory hidden (it keeps its own
 // there), and has it install a CoreProvider (cluster-api, one replica) and
-// an InfrastructureProvider (sample, infraReplicas) from ConfigMaps; it
+// an InfrastructureProvider (sample, two replicas) from ConfigMaps; it
 // returns once it reports both installed and Ready.
-func startRealOperator(t *testing.T, m *testenv.Management, infraReplicas int32, opts capioperator.RealOptions) *realOperator {
+func startRealOperator(t *testing.T, m *testenv.Management) *realOperator {
 	t.Helper()
 	ensureSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -48,23 +55,20 @@ func startRealOperator(t *testing.T, m *testenv.Management, infraReplicas int32,
 		{Provider: capioperator.Provider{Kind: "CoreProvider", Namespace: testenv.NewNamespace(t, m, "capi-core"), Name: "cluster-api", Version: "v0.1.0"},
 			Deployment: "capi-controller-manager", Replicas: 1},
 		{Provider: capioperator.Provider{Kind: "InfrastructureProvider", Namespace: testenv.NewNamespace(t, m, "sample-system"), Name: "sample", Version: "v0.1.0"},
-			Deployment: "capsample-controller-manager", Replicas: infraReplicas},
+			Deployment: "capsample-controller-manager", Replicas: 2},
 	}}
 	key := types.NamespacedName{Namespace: testenv.NewNamespace(t, m, "capi-operator-system"), Name: "capi-operator-controller-manager"}
 	t.Cleanup(func() {
 		// It is stopped by now (cleanups run last first): its finalizers
-		// would hold the provider objects and their namespaces.
+		// would hold the provider objects, and the next one would delete
+		// them (see capioperator.RemoveOffline).
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		var providers []capioperator.Provider
-		for _, p := range ro.providers {
-			providers = append(providers, p.Provider)
-		}
-		if err := capioperator.ReleaseProviders(ctx, m.Client, providers); err != nil {
+		if err := capioperator.RemoveOffline(ctx, m.Client, ro.providers); err != nil {
 			t.Errorf("%s: %v", m.Name, err)
 		}
 	})
-	op, err := capioperator.StartReal(ctx, m.Cluster, m.Client, key, opts)
+	op, err := capioperator.StartReal(ctx, m.Cluster, m.Client, key, capioperator.RealOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", m.Name, err)
 	}
@@ -153,7 +157,7 @@ func replicasOf(ctx context.Context, g Gomega, m *testenv.Management, key types.
 // resync (--sync-period, 10 minutes by default) re-applies the provider's
 // manifests, replicas included; and the same at once when it starts.
 func TestTheRealClusterAPIOperatorScalesAProviderUpOnlyWhenItStartsOrResyncs(t *testing.T) {
-	ro := startRealOperator(t, env.Source, 2, capioperator.RealOptions{})
+	ro := startRealOperator(t, env.Source)
 	ctx := context.Background()
 	g := NewWithT(t)
 	infra := ro.providers[1]
@@ -188,4 +192,155 @@ func TestTheRealClusterAPIOperatorScalesAProviderUpOnlyWhenItStartsOrResyncs(t *
 		Should(Equal(infra.Replicas), "its resync scales the provider back to the replicas of its manifests")
 	t.Logf("with --sync-period=%s, back at %d replicas %s after the scale to zero", syncPeriod, infra.Replicas, time.Since(zeroAt).Round(100*time.Millisecond))
 	ro.waitInstalled(t, ctx)
+
+	// Not to what it had before, but to its manifests' count.
+	ro.operator.SetSyncPeriod(0)
+	restart()
+	ro.waitSettled(t, ctx)
+	scaleDeployment(ctx, g, ro.m, key, infra.Replicas+1)
+	restart()
+	g.Eventually(func() int32 { return replicasOf(ctx, g, ro.m, key) }, 30*time.Second, 100*time.Millisecond).
+		Should(Equal(infra.Replicas), "when it starts, a provider scaled to another count goes back to its manifests' count")
+	ro.waitInstalled(t, ctx)
+}
+
+// A move between two setups installed by the real cluster-api-operator
+// (each installs a CoreProvider and an InfrastructureProvider from
+// ConfigMaps): the move finds cluster-api-operator by its installers'
+// label, stops it (its process exits) before the providers it installed
+// and every other provider, and starts it again after them, target first;
+// nothing runs while objects are copied and deleted; afterwards the
+// providers run at their recorded replicas and cluster-api-operator, back,
+// reports them installed and Ready.
+func TestAMoveStopsTheRealClusterAPIOperatorAndRestartsItAfterItsProviders(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	g := NewWithT(t)
+	operators := map[string]*realOperator{
+		"source": startRealOperator(t, env.Source),
+		"target": startRealOperator(t, env.Target),
+	}
+	name := "realcapiop" + rand.String(4)
+	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+	stateBefore := stateOf(ctx, g)
+	sourceBefore := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
+	runsBefore := map[string]int{}
+	managers := map[string]*capioperator.Real{}
+	for n, ro := range operators {
+		runsBefore[n] = len(ro.operator.Runs())
+		managers[n+" cluster-api-operator"] = ro.operator
+	}
+
+	writes := &replicaWrites{}
+	startOperator(t, operatorOptions{onWrite: writes.observe})
+	mo := newMoveOperation(t, opsNamespace(t), "real-capi-operator", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: f.Namespaces})
+	done, monitor := doneWhileDown(t, ctx, mo, managers, 4*time.Minute)
+
+	t.Run("cluster-api-operator and every provider were stopped while objects were copied and deleted", func(t *testing.T) {
+		monitor.assertNothingRan(t)
+		for n, ro := range operators {
+			runs := ro.operator.Runs()[runsBefore[n]-1:]
+			if len(runs) != 2 || runs[0].Stopped.IsZero() || !runs[1].Stopped.IsZero() {
+				t.Errorf("%s: cluster-api-operator must have been stopped once and started again; its runs: %+v", n, runs)
+			}
+		}
+	})
+
+	t.Run("it stops before the providers and starts after them, the target's providers first", func(t *testing.T) {
+		g := NewWithT(t)
+		isManager, managerIDs := managersOf(done)
+		g.Expect(managerIDs).To(ConsistOf("source "+operators["source"].operator.Key.String(), "target "+operators["target"].operator.Key.String()))
+		for n, ro := range operators {
+			for _, p := range ro.providers {
+				g.Expect(isManager).To(HaveKeyWithValue(n+" "+ro.deployment(p).String(), false), "%s: the provider %s is stopped as a provider", n, p)
+			}
+		}
+		assertManagersAroundProviders(t, writes, isManager, 1, "source", "target")
+		firstUp := map[string]int{}
+		for i, ch := range writes.changes() {
+			if _, seen := firstUp[ch.cluster]; ch.up && !seen && !isManager[ch.cluster+" "+ch.key.String()] {
+				firstUp[ch.cluster] = i
+			}
+		}
+		g.Expect(firstUp["target"]).To(BeNumerically("<", firstUp["source"]), "the target's providers start before the source's")
+	})
+
+	t.Run("the providers run at their recorded replicas, and cluster-api-operator reports them installed", func(t *testing.T) {
+		g := NewWithT(t)
+		for n, ro := range operators {
+			g.Expect(ro.operator.WaitRunning(ctx, true)).To(Succeed(), "%s: cluster-api-operator runs again", n)
+			ro.waitInstalled(t, ctx)
+			d := &appsv1.Deployment{}
+			g.Expect(ro.m.Client.Get(ctx, ro.operator.Key, d)).To(Succeed())
+			g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)), "%s: cluster-api-operator is restored", n)
+			g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation), "%s: its record is dropped", n)
+		}
+		// Once it has started again and applied its manifests.
+		for _, ro := range operators {
+			ro.waitSettled(t, ctx)
+		}
+		g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "every provider at its recorded replicas, every webhook as before")
+		after := inNamespaces(take(ctx, g, env.Target, f.Namespaces), f.Namespaces...)
+		if diff := snapshot.Diff(sourceBefore, after); diff != "" {
+			t.Fatalf("the target differs from the source before the move:\n%s", diff)
+		}
+		warnings := strings.Join(done.Status.Plan.Warnings, "\n")
+		g.Expect(warnings).To(ContainSubstring("cluster-api-operator (Deployment " + operators["source"].operator.Key.String() + ")"))
+	})
+}
+
+// The real cluster-api-operator started in the middle of a move (an
+// upgrade, a GitOps tool re-applying its Deployment, a user) scales the
+// providers it installed back up within a second, as it does whenever it
+// starts; the move, which checks before its point of no return that what
+// it stopped is still stopped, rolls back and deletes nothing. Its
+// resync cannot come during a move: it is stopped first, and a resync
+// needs it running, so a start is the case to show.
+func TestTheRealClusterAPIOperatorStartedMidMoveRollsTheMoveBack(t *testing.T) {
+	source := startRealOperator(t, env.Source)
+	startRealOperator(t, env.Target)
+	rc := newRollbackCase(t, "realcapioprestart")
+	ctx := context.Background()
+	infra := source.deployment(source.providers[1])
+	var once sync.Once
+	var restartedInfra atomic.Bool
+	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
+		if cluster != "target" || verb != "create" {
+			return // the first create in the target is Copying's
+		}
+		once.Do(func() {
+			d := &appsv1.Deployment{}
+			if err := env.Source.Client.Get(ctx, source.operator.Key, d); err != nil {
+				t.Errorf("getting %s: %v", source.operator.Key, err)
+				return
+			}
+			patch := client.MergeFrom(d.DeepCopy())
+			d.Spec.Replicas = ptr.To[int32](1)
+			if err := env.Source.Client.Patch(ctx, d, patch); err != nil {
+				t.Errorf("starting cluster-api-operator behind the move's back: %v", err)
+				return
+			}
+			// The move waits here, in the middle of Copying, for what
+			// cluster-api-operator does when it starts.
+			wait, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			for wait.Err() == nil && !restartedInfra.Load() {
+				d := &appsv1.Deployment{}
+				restartedInfra.Store(env.Source.Client.Get(wait, infra, d) == nil && ptr.Deref(d.Spec.Replicas, 1) > 0)
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}})
+	mo := newMoveOperation(t, rc.ops, "real-capi-operator-restart", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+	rc.assertRolledBack(mo, movev1alpha1.ReasonControllerRestarted)
+	g := NewWithT(t)
+	g.Expect(restartedInfra.Load()).To(BeTrue(), "cluster-api-operator, started, scaled %s up (its log: %s)", infra, source.operator.LogPath)
+	failed := get(g, mo)
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(infra.String() + " (scaled up to 2)"))
+	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(source.operator.Key.String() + " (scaled up to 1)"))
+	for _, p := range failed.Status.PhaseTransitions {
+		g.Expect(p.Phase).NotTo(Equal(movev1alpha1.PhaseDeleting), "nothing is deleted")
+	}
+	g.Expect(source.operator.WaitRunning(ctx, true)).To(Succeed())
+	source.waitInstalled(t, ctx)
 }

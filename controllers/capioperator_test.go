@@ -182,14 +182,20 @@ func serveOperatorWebhooks(t *testing.T, m *testenv.Management, s *capioperator.
 // downMonitor checks, while a MoveOperation is in Copying or Deleting, that
 // no provider and no manager of either cluster runs: no provider serves
 // (the harness serves a provider's webhooks exactly while its Deployment
-// has a Ready pod), none has replicas, and no manager has a Ready pod.
+// has a Ready pod), none has replicas, and no manager runs.
 type downMonitor struct {
 	mu         sync.Mutex
 	samples    int
 	violations []string
 }
 
-func monitorDown(ctx context.Context, mo *movev1alpha1.MoveOperation, managers map[string]*capioperator.StandIn) *downMonitor {
+// runner is a manager a test runs: a stand-in or the real
+// cluster-api-operator.
+type runner interface {
+	Running(ctx context.Context) (bool, error)
+}
+
+func monitorDown[M runner](ctx context.Context, mo *movev1alpha1.MoveOperation, managers map[string]M) *downMonitor {
 	dm := &downMonitor{}
 	inWindow := func() bool {
 		got := &movev1alpha1.MoveOperation{}
@@ -221,7 +227,7 @@ func monitorDown(ctx context.Context, mo *movev1alpha1.MoveOperation, managers m
 				}
 				for name, s := range managers {
 					if running, err := s.Running(ctx); err == nil && running {
-						seen = append(seen, fmt.Sprintf("manager %s (%s) has a Ready pod", name, s.Key))
+						seen = append(seen, fmt.Sprintf("manager %s runs", name))
 					}
 				}
 				if inWindow() {
@@ -238,6 +244,31 @@ func monitorDown(ctx context.Context, mo *movev1alpha1.MoveOperation, managers m
 		}
 	}()
 	return dm
+}
+
+// doneWhileDown waits until the move is Done, watching that nothing runs
+// while it copies and deletes.
+func doneWhileDown[M runner](t *testing.T, ctx context.Context, mo *movev1alpha1.MoveOperation, managers map[string]M, timeout time.Duration) (*movev1alpha1.MoveOperation, *downMonitor) {
+	t.Helper()
+	monitorCtx, stopMonitor := context.WithCancel(ctx)
+	defer stopMonitor()
+	monitor := monitorDown(monitorCtx, mo, managers)
+	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, timeout)
+	return done, monitor
+}
+
+// assertNothingRan fails the test when the monitor saw anything run, or
+// never looked.
+func (dm *downMonitor) assertNothingRan(t *testing.T) {
+	t.Helper()
+	samples, violations := dm.result()
+	if len(violations) > 0 {
+		t.Fatalf("seen in Copying or Deleting:\n%s", strings.Join(violations, "\n"))
+	}
+	if samples == 0 {
+		t.Fatalf("the monitor never looked during Copying or Deleting: it shows nothing")
+	}
+	t.Logf("looked %d times during Copying and Deleting", samples)
 }
 
 func (dm *downMonitor) result() (int, []string) {
@@ -354,21 +385,10 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 			{Cluster: movev1alpha1.ControllerInBoth, Namespace: turtlesNS, Name: "rancher-turtles-controller-manager"},
 		}},
 	})
-	monitorCtx, stopMonitor := context.WithCancel(ctx)
-	defer stopMonitor()
-	monitor := monitorDown(monitorCtx, mo, standIns)
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 5*time.Minute)
-	stopMonitor()
+	done, monitor := doneWhileDown(t, ctx, mo, standIns, 5*time.Minute)
 
 	t.Run("no provider and no manager ran while objects were copied and deleted", func(t *testing.T) {
-		samples, violations := monitor.result()
-		if len(violations) > 0 {
-			t.Fatalf("seen in Copying or Deleting:\n%s", strings.Join(violations, "\n"))
-		}
-		if samples == 0 {
-			t.Fatalf("the monitor never looked during Copying or Deleting: it shows nothing")
-		}
-		t.Logf("looked %d times during Copying and Deleting", samples)
+		monitor.assertNothingRan(t)
 		for n, s := range standIns {
 			if ups := s.ScaleUps()[scaleUpsBefore[n]:]; len(ups) > 0 {
 				t.Errorf("the stand-in %s scaled providers up during the move: %v", n, ups)

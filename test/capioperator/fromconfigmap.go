@@ -3,8 +3,10 @@ package capioperator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -131,25 +133,45 @@ func StatusOf(ctx context.Context, c client.Client, p Provider) (Status, error) 
 	return s, nil
 }
 
-// ReleaseProviders removes cluster-api-operator's finalizer from the
-// provider objects, so that they, and their namespaces, can go while it
-// is not running to clean up after them.
-func ReleaseProviders(ctx context.Context, c client.Client, providers []Provider) error {
+// RemoveOffline removes providers cluster-api-operator installed while it
+// is not running: each provider object (its finalizer dropped) and its
+// controller Deployment, and waits until both are gone. A provider object
+// left behind, say in a namespace still terminating, is found by the next
+// cluster-api-operator started in the cluster, which adds its finalizer
+// back and, once the object goes, deletes the provider: every cluster-scoped
+// object labelled cluster.x-k8s.io/provider=<that provider>, those of
+// another installation of it included (seen: the webhook configurations of
+// the Cluster API core provider the test clusters run).
+func RemoveOffline(ctx context.Context, c client.Client, providers []Offline) error {
+	var gone []client.Object
 	for _, p := range providers {
 		u := p.object()
-		if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
-			if client.IgnoreNotFound(err) == nil {
-				continue
-			}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("getting %s: %w", p, err)
+		} else if err == nil && len(u.GetFinalizers()) > 0 {
+			patch := client.MergeFrom(u.DeepCopy())
+			u.SetFinalizers(nil)
+			if err := c.Patch(ctx, u, patch); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("releasing %s: %w", p, err)
+			}
 		}
-		if len(u.GetFinalizers()) == 0 {
-			continue
+		for _, o := range []client.Object{p.object(), deploymentRef(types.NamespacedName{Namespace: p.Namespace, Name: p.Deployment})} {
+			if err := c.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(o), err)
+			}
+			gone = append(gone, o)
 		}
-		patch := client.MergeFrom(u.DeepCopy())
-		u.SetFinalizers(nil)
-		if err := c.Patch(ctx, u, patch); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("releasing %s: %w", p, err)
+	}
+	for _, o := range gone {
+		for {
+			err := c.Get(ctx, client.ObjectKeyFromObject(o), o)
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("waiting for %s to be gone: %w", client.ObjectKeyFromObject(o), ctx.Err())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return nil
