@@ -36,6 +36,17 @@ import (
 // its pinned Go module, a provider object per provider, and no clusterctl
 // inventory. The shared clusters have one (the harness installs Cluster
 // API as clusterctl does): these tests hide it, and put it back after.
+//
+// The tests in this file use a stand-in for cluster-api-operator
+// (capioperator.StandIn), which scales a provider it finds at zero back up
+// at once while it runs; capioperator_real_test.go runs the real one. The
+// real one does that only when it starts, resyncs (10 minutes) or sees a
+// provider object change, so a manager left running while the providers
+// stop, or started before they are back, would show in a test only if one
+// of those fell inside the window: the stand-in shows it every time. The
+// stand-in also plays what the real one cannot: managers other than
+// cluster-api-operator (Rancher Turtles, a platform's own), found by name
+// only, and a repackaged cluster-api-operator found by its webhooks alone.
 
 // installTheCAPIOperatorWay turns both clusters into setups installed by
 // cluster-api-operator until the test ends, and returns the provider
@@ -317,10 +328,13 @@ func (w *replicaWrites) changes() []replicaChange {
 
 // A management setup installed by cluster-api-operator moves: its
 // providers are checked through its provider objects (there is no
-// clusterctl inventory), and cluster-api-operator, which scales any
-// provider it finds at zero back up while it runs, is stopped before the
+// clusterctl inventory), and cluster-api-operator is stopped before the
 // providers and restarted after them, in both clusters, so that it cannot
 // undo the move. So is a manager the user names in spec.controllers.
+// Stand-ins, which scale any provider they find at zero back up at once:
+// a wrong order fails here every time; a repackaged cluster-api-operator
+// (found by its webhooks) and Rancher Turtles (found by name) have no real
+// counterpart in the test clusters.
 func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -582,7 +596,9 @@ func TestANamedControllerThatDoesNotExistFailsValidation(t *testing.T) {
 }
 
 // A move rolled back restores the managers as a completed move does:
-// after the providers, in both clusters, at their replica counts.
+// after the providers, in both clusters, at their replica counts. With
+// stand-ins: one started before the providers are back would scale them up
+// at once, and the test would see it.
 func TestARolledBackMoveRestartsTheManagersAfterTheProviders(t *testing.T) {
 	installTheCAPIOperatorWay(t)
 	sourceOperator := startStandIn(t, env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
@@ -686,7 +702,9 @@ func TestAProviderScaledUpBehindTheMovesBackRollsTheMoveBack(t *testing.T) {
 // (recording, stopping, restarting, forgetting) and before the first
 // provider of each cluster stops and starts; a fresh one resumes each time.
 // The move still ends Done with every manager back at its count, and no
-// manager or provider ran while objects were copied and deleted.
+// manager or provider ran while objects were copied and deleted. With
+// stand-ins: a resumed move that restarted a manager too early would have a
+// provider scaled up at once, not at the real one's next start or resync.
 func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
