@@ -45,6 +45,12 @@ type realOperator struct {
 func startRealOperator(t *testing.T, m *testenv.Management) *realOperator {
 	t.Helper()
 	ensureSetup(t)
+	// The first time on a machine, its binary is built: minutes.
+	build, cancelBuild := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancelBuild()
+	if _, err := capioperator.Binary(build); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := capioperator.InstallCRDs(ctx, m.Config); err != nil {

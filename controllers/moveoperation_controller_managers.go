@@ -16,11 +16,11 @@ import (
 )
 
 // Managers of the providers: Deployments that reconcile the provider
-// Deployments themselves (cluster-api-operator scales a provider it
-// installed back to the replicas its provider object asks for) or the
-// Cluster API objects (Rancher Turtles, a user's own). Left running, one of
-// them starts a provider the move stopped, or writes objects the move is
-// copying. They are recorded and restored like the providers, flagged as
+// Deployments themselves (cluster-api-operator applies a provider's
+// manifests again, replicas included, when it starts, resyncs or sees its
+// provider object change) or the Cluster API objects (Rancher Turtles, a
+// user's own). Left running, one of them starts a provider the move
+// stopped, or writes objects the move is copying. They are recorded and restored like the providers, flagged as
 // managers in status, and ordered around them: stopped first, their pods
 // gone, before any provider is scaled down; restarted last, once the
 // providers are Available again.

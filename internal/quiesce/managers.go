@@ -17,10 +17,11 @@ import (
 )
 
 // Managers are Deployments that reconcile the provider Deployments (or the
-// Cluster API objects) themselves: cluster-api-operator scales a provider
-// it installed back to the replicas of its provider object, so a stopped
-// provider would be started again in the middle of a move. They are
-// stopped before the providers, and restarted after them.
+// Cluster API objects) themselves: cluster-api-operator applies a
+// provider's manifests again, replicas included, whenever it reconciles the
+// provider (when it starts, on each resync, on any change of the provider
+// object), so a stopped provider would be started again in the middle of a
+// move. They are stopped before the providers, and restarted after them.
 
 // CAPIOperatorLabel, with value CAPIOperatorLabelValue, is on every object
 // of cluster-api-operator as both of its installers ship it: the release
