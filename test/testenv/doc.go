@@ -17,7 +17,12 @@
 // every management cluster in the real world. Without it nothing
 // reconciles, and the clusters start as before. Options.Hosts adds
 // Metal3's BareMetalHost kind and its controller (package hostprovider),
-// for the tests of a move that must carry status.
+// for the tests of a move that must carry status. Options.SelfHosted (with
+// Controllers) starts the target with a certificate authority of its own
+// and serves it as a workload cluster too (Env.SelfHosted, see
+// workload.OnCluster): a fleet created in the source with
+// fleet.Live{Workload: env.SelfHosted} is the Cluster the target stands
+// for, and moving it there is a pivot.
 //
 // When a test fails, Main prints where each cluster's process logs are and
 // keeps them; when all pass, it removes them.

@@ -2,7 +2,12 @@
 // the local management clusters reach: one shared API server per test
 // environment (etcd and kube-apiserver on loopback, package localcluster),
 // which every workload cluster of every fleet points at through its
-// <cluster>-kubeconfig Secret.
+// <cluster>-kubeconfig Secret. OnCluster serves a local management cluster
+// itself the same way, for the one Cluster it stands for (a pivot: the
+// bootstrap cluster's fleet holds the Cluster of the management cluster it
+// created, which is moved there and then manages itself); that cluster is
+// started with the Certificates' CA, and the Cluster's Nodes, static pods
+// and kubeadm-config ConfigMap are registered in it.
 //
 //	w, err := workload.Start(ctx, workload.Options{})
 //	kubeconfig, err := w.Kubeconfig("workload-0")
