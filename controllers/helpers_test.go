@@ -157,7 +157,7 @@ func purgeFleet(t *testing.T, f *fleet.Fleet) {
 		// Providers put back by resetProviders serve their webhooks again
 		// only once their pods run: until then, try again.
 		var err error
-		for err = purge(ctx, m.Client, f.Namespaces, f.Identity); err != nil && ctx.Err() == nil; err = purge(ctx, m.Client, f.Namespaces, f.Identity) {
+		for err = purge(ctx, m.Client, f.Namespaces, f.Identities...); err != nil && ctx.Err() == nil; err = purge(ctx, m.Client, f.Namespaces, f.Identities...) {
 			time.Sleep(2 * time.Second)
 		}
 		if err != nil {

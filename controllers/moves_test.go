@@ -152,7 +152,7 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 			g.Expect(o.Owners).To(ConsistOf(HaveField("Kind", "LoopClusterIdentity.infrastructure.cluster.x-k8s.io")),
 				"%s stays in the source but is neither global nor owned by a global object", o.Key())
 		}
-		id := snapshot.Key{Kind: "LoopClusterIdentity.infrastructure.cluster.x-k8s.io", Name: f.Identity}
+		id := snapshot.Key{Kind: "LoopClusterIdentity.infrastructure.cluster.x-k8s.io", Name: f.Identities[0]}
 		_, inSource := sourceAfter.Get(id)
 		g.Expect(inSource).To(BeTrue(), "the global identity stays in the source")
 		_, inTarget := take(ctx, g, env.Target, f.Namespaces).Get(id)

@@ -80,11 +80,8 @@ type Fleet struct {
 	Clusters []WorkloadCluster
 	// Namespaces holds the fleet's namespaces, ClassNamespace included.
 	Namespaces []string
-	// Identity is the name of the cluster-scoped LoopClusterIdentity (of
-	// the first fleet, for fleets joined by Join).
-	Identity string
-	// Identities names every cluster-scoped LoopClusterIdentity: Identity
-	// alone, or one per fleet joined.
+	// Identities names the cluster-scoped LoopClusterIdentity: one for a
+	// fleet Create made, one per fleet for fleets joined by Join.
 	Identities []string
 	// ClusterClasses are the ClusterClasses created.
 	ClusterClasses []client.ObjectKey
@@ -116,9 +113,6 @@ type WorkloadCluster struct {
 func Join(fleets ...*Fleet) *Fleet {
 	out := &Fleet{Objects: map[string]int{}}
 	for _, f := range fleets {
-		if out.Identity == "" {
-			out.Identity = f.Identity
-		}
 		out.Clusters = append(out.Clusters, f.Clusters...)
 		out.Namespaces = append(out.Namespaces, f.Namespaces...)
 		out.Identities = append(out.Identities, f.Identities...)
@@ -199,7 +193,7 @@ func Create(ctx context.Context, c client.Client, opts Options) (*Fleet, error) 
 	if err != nil {
 		return nil, err
 	}
-	f.Identity, f.Identities = identity, []string{identity}
+	f.Identities = []string{identity}
 
 	shapes := make([]Shape, opts.Clusters)
 	for i := range shapes {
@@ -265,7 +259,7 @@ func createClusterResourceSets(ctx context.Context, w *writer, opts Options) (ma
 // createClusters creates the fleet's workload clusters, opts.Concurrency at
 // a time, and records them in f.
 func createClusters(ctx context.Context, w *writer, opts Options, f *Fleet, shapes []Shape, classes map[string]*classRefs, crs map[string]*crsInfo) error {
-	identity := f.Identity
+	identity := f.Identities[0]
 	f.Clusters = make([]WorkloadCluster, opts.Clusters)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opts.Concurrency)

@@ -239,8 +239,8 @@ func globalsOnly(t *testing.T, s *snapshot.Snapshot, f *testFleet) {
 	if len(left) > 0 {
 		t.Errorf("%d namespaced objects of the fleet are still in the source, want none: %v", len(left), left)
 	}
-	if _, ok := s.Get(snapshot.Key{Kind: "LoopClusterIdentity.infrastructure.cluster.x-k8s.io", Name: f.Identity}); !ok {
-		t.Errorf("the global identity %s is gone from the source", f.Identity)
+	if _, ok := s.Get(snapshot.Key{Kind: "LoopClusterIdentity.infrastructure.cluster.x-k8s.io", Name: f.Identities[0]}); !ok {
+		t.Errorf("the global identity %s is gone from the source", f.Identities[0])
 	}
 }
 
