@@ -315,14 +315,7 @@ func TestTheRealClusterAPIOperatorStartedMidMoveRollsTheMoveBack(t *testing.T) {
 			return // the first create in the target is Copying's
 		}
 		once.Do(func() {
-			d := &appsv1.Deployment{}
-			if err := env.Source.Client.Get(ctx, source.operator.Key, d); err != nil {
-				t.Errorf("getting %s: %v", source.operator.Key, err)
-				return
-			}
-			patch := client.MergeFrom(d.DeepCopy())
-			d.Spec.Replicas = ptr.To[int32](1)
-			if err := env.Source.Client.Patch(ctx, d, patch); err != nil {
+			if err := setReplicas(ctx, env.Source, source.operator.Key, 1); err != nil {
 				t.Errorf("starting cluster-api-operator behind the move's back: %v", err)
 				return
 			}

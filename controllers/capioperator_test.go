@@ -505,11 +505,20 @@ func assertManagersAroundProviders(t *testing.T, writes *replicaWrites, isManage
 }
 
 func scaleDeployment(ctx context.Context, g Gomega, m *testenv.Management, key types.NamespacedName, n int32) {
+	g.Expect(setReplicas(ctx, m, key, n)).To(Succeed())
+}
+
+// setReplicas scales a Deployment of m to n; it returns the error instead
+// of failing, for the callbacks the operator's writes call, which run
+// outside the test's goroutine.
+func setReplicas(ctx context.Context, m *testenv.Management, key types.NamespacedName, n int32) error {
 	d := &appsv1.Deployment{}
-	g.Expect(m.Client.Get(ctx, key, d)).To(Succeed())
+	if err := m.Client.Get(ctx, key, d); err != nil {
+		return fmt.Errorf("getting %s: %w", key, err)
+	}
 	patch := client.MergeFrom(d.DeepCopy())
 	d.Spec.Replicas = ptr.To(n)
-	g.Expect(m.Client.Patch(ctx, d, patch)).To(Succeed())
+	return m.Client.Patch(ctx, d, patch)
 }
 
 // Without clusterctl's inventory, the providers are compared through
@@ -676,14 +685,7 @@ func TestAProviderScaledUpBehindTheMovesBackRollsTheMoveBack(t *testing.T) {
 			return // the first create in the target is Copying's
 		}
 		once.Do(func() {
-			d := &appsv1.Deployment{}
-			if err := env.Source.Client.Get(ctx, infraKey, d); err != nil {
-				t.Errorf("getting %s: %v", infraKey, err)
-				return
-			}
-			patch := client.MergeFrom(d.DeepCopy())
-			d.Spec.Replicas = ptr.To[int32](1)
-			if err := env.Source.Client.Patch(ctx, d, patch); err != nil {
+			if err := setReplicas(ctx, env.Source, infraKey, 1); err != nil {
 				t.Errorf("scaling %s up behind the move's back: %v", infraKey, err)
 			}
 		})
