@@ -234,9 +234,12 @@ func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c c
 // webhooksOf maps a cluster's webhooks to the controllers this move stops
 // there (recorded in status once Recording is done, selected before).
 func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
+	c, err := oneLook(s, c)
+	if err != nil {
+		return nil, err
+	}
 	controllers := r.recordedControllers(s, role)
 	if len(s.mo.Status.Controllers) == 0 {
-		var err error
 		if controllers, err = r.selectControllers(ctx, s, c, role); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -587,4 +588,46 @@ func TestTheSourcesProvidersStartAsSoonAsTheTargetsAreScaledUpNotOnceTheyAreAvai
 	o, err = f.reconcile(restoringTargetPhase)
 	expectation{kind: outcomeWait}.check(t, o, err)
 	g.Expect(f.journal.index("source patch Deployment", false)).To(Equal(-1), "the source's providers are started once:\n%s", f.journal)
+}
+
+// TestALookAtTheStoppedControllersListsThemOnceInEachCluster: a wait reads
+// the Deployments of the controllers it waits for with one LIST per
+// cluster and look (quiesce.ListingDeployments), not a GET each, and
+// takes the answer to the patch that scaled one for what it is now.
+func TestALookAtTheStoppedControllersListsThemOnceInEachCluster(t *testing.T) {
+	g := NewWithT(t)
+	f := newMoveFixture(t)
+	f.mo.Status.Phase = movev1alpha1.PhaseRestoringTarget
+	f.mo.Status.PhaseTransitions = append(f.mo.Status.PhaseTransitions,
+		movev1alpha1.PhaseTransition{Phase: movev1alpha1.PhaseDeleting, Time: metav1.Now()},
+		movev1alpha1.PhaseTransition{Phase: movev1alpha1.PhaseRestoringTarget, Time: metav1.Now()})
+	f.target.stallRollouts()
+	var mu sync.Mutex
+	reads := map[string]int{}
+	for _, c := range []*fakeCluster{f.source, f.target} {
+		c.refuseWith(func(r fakeRequest) error {
+			if r.kind == "Deployment" || r.kind == "DeploymentList" {
+				mu.Lock()
+				reads[fmt.Sprintf("%s %s %s", c.role, r.verb, r.kind)]++
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+
+	for range 2 {
+		o, err := f.reconcile(restoringTargetPhase)
+		expectation{kind: outcomeWait, says: []string{"Target controllers not yet Available"}}.check(t, o, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Each look lists the controllers and cluster-api-operator's labelled
+	// Deployments (managers the move must know of), and reads none of
+	// them on its own.
+	g.Expect(reads).To(Equal(map[string]int{
+		// Two looks; the provider is scaled in the first.
+		"Target list Deployment": 4, "Target patch Deployment": 1,
+		// The source's providers start (once) in the first look.
+		"Source list Deployment": 2, "Source patch Deployment": 1,
+	}), "the Deployments read and written")
 }

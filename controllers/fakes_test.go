@@ -185,7 +185,12 @@ func (f *fakeCluster) interceptor() interceptor.Funcs {
 		}
 		f.journal.add(f.role, r)
 		if d, ok := obj.(*appsv1.Deployment); ok && !strings.Contains(verb, "/") {
-			return f.rollOut(ctx, c, client.ObjectKeyFromObject(d))
+			if err := f.rollOut(ctx, c, client.ObjectKeyFromObject(d)); err != nil {
+				return err
+			}
+			// The fake's Deployment controller is done before the write
+			// is answered, so the answer shows the rollout.
+			return c.Get(ctx, client.ObjectKeyFromObject(d), d)
 		}
 		return nil
 	}

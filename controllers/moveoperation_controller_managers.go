@@ -63,6 +63,18 @@ func (r *MoveOperationReconciler) selectControllers(ctx context.Context, s *scop
 	return out, nil
 }
 
+// oneLook returns c for one look at the Deployments of the controllers
+// this move stops in a cluster: their reads are answered by one LIST of
+// those spec.controllers.selector matches (quiesce.ListingDeployments),
+// not by a GET each. Make one per look: it never lists again.
+func oneLook(s *scope, c client.Client) (client.Client, error) {
+	selector, err := controllerSelectorOf(s.mo)
+	if err != nil {
+		return nil, err
+	}
+	return quiesce.ListingDeployments(c, selector), nil
+}
+
 // managersOf names the managers to stop in one cluster: cluster-api-operator
 // and the Deployments spec.controllers.additional names for this cluster,
 // never the operator's own.
@@ -102,10 +114,14 @@ func (r *MoveOperationReconciler) stopControllers(ctx context.Context, s *scope,
 			if managersNow {
 				stage = managers
 			}
-			if err := quiesce.ScaleDown(ctx, c.client, stage); err != nil {
+			look, err := oneLook(s, c.client)
+			if err != nil {
+				return err
+			}
+			if err := quiesce.ScaleDown(ctx, look, stage); err != nil {
 				return fmt.Errorf("%s cluster: %w", c.role, err)
 			}
-			pods, err := quiesce.RunningPods(ctx, c.client, stage)
+			pods, err := quiesce.RunningPods(ctx, look, stage)
 			if err != nil {
 				return fmt.Errorf("%s cluster: %w", c.role, err)
 			}
@@ -186,7 +202,11 @@ func missingFrom(controllers, restored []quiesce.Controller) []types.NamespacedN
 func (r *MoveOperationReconciler) checkStillStopped(ctx context.Context, s *scope) (outcome, error) {
 	perCluster := make([]string, 2)
 	err := r.forBoth(ctx, s.target, func(ctx context.Context, i int, c clusterClient) error {
-		found, err := quiesce.Restarted(ctx, c.client, r.recordedControllers(s, c.role))
+		look, err := oneLook(s, c.client)
+		if err != nil {
+			return err
+		}
+		found, err := quiesce.Restarted(ctx, look, r.recordedControllers(s, c.role))
 		if err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}

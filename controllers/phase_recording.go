@@ -54,11 +54,15 @@ var recordingSteps = []subStep{
 func (r *MoveOperationReconciler) recordControllers(ctx context.Context, s *scope) (outcome, error) {
 	perCluster := make([][]movev1alpha1.RecordedController, 2)
 	err := r.forBoth(ctx, s.target, func(ctx context.Context, i int, c clusterClient) error {
-		controllers, err := r.selectControllers(ctx, s, c.client, c.role)
+		look, err := oneLook(s, c.client)
 		if err != nil {
 			return err
 		}
-		stopped, err := quiesce.Record(ctx, c.client, controllers)
+		controllers, err := r.selectControllers(ctx, s, look, c.role)
+		if err != nil {
+			return err
+		}
+		stopped, err := quiesce.Record(ctx, look, controllers)
 		if err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}

@@ -71,12 +71,16 @@ func (r *MoveOperationReconciler) startSourceProviders(ctx context.Context, s *s
 	if !r.runFor(s.mo.UID).hasFinished(movev1alpha1.PhaseRestoringTarget, targetScaledUp) {
 		return waitFor(r.PollInterval, "waiting for the target's controllers to be scaled up"), nil
 	}
-	controllers, err := r.controllersToRestore(ctx, s, r.Source, movev1alpha1.ClusterSource)
+	look, err := oneLook(s, r.Source)
+	if err != nil {
+		return outcome{}, err
+	}
+	controllers, err := r.controllersToRestore(ctx, s, look, movev1alpha1.ClusterSource)
 	if err != nil {
 		return outcome{}, err
 	}
 	providers, _ := quiesce.SplitManagers(controllers)
-	if _, err := quiesce.Restore(ctx, r.Source, providers, s.mo.Spec.Controllers.FallbackReplicasOrDefault()); err != nil {
+	if _, err := quiesce.Restore(ctx, look, providers, s.mo.Spec.Controllers.FallbackReplicasOrDefault()); err != nil {
 		return outcome{}, fmt.Errorf("source cluster: starting the providers: %w", err)
 	}
 	return done(), nil

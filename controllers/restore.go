@@ -23,11 +23,15 @@ import (
 // recorded replicas, and nothing else: pauses and the bypass wait
 // for RestoringSource, which finishes the source's restore (idempotently).
 func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, s *scope) error {
-	controllers, err := r.controllersToRestore(ctx, s, r.Source, movev1alpha1.ClusterSource)
+	look, err := oneLook(s, r.Source)
 	if err != nil {
 		return err
 	}
-	restart, err := restartInOrder(ctx, r.Source, controllers, s.mo.Spec.Controllers.FallbackReplicasOrDefault())
+	controllers, err := r.controllersToRestore(ctx, s, look, movev1alpha1.ClusterSource)
+	if err != nil {
+		return err
+	}
+	restart, err := restartInOrder(ctx, look, controllers, s.mo.Spec.Controllers.FallbackReplicasOrDefault())
 	if err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
@@ -43,11 +47,17 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 // it forgets the recorded replicas. It reports done=false while it waits.
 func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, finish bool,
 	noteCopies func(context.Context) (outcome, error)) (outcome, error) {
-	controllers, err := r.controllersToRestore(ctx, s, c, role)
+	// One look at the controllers' Deployments serves the restart and,
+	// once they are Available, forgetting their recorded replicas.
+	look, err := oneLook(s, c)
 	if err != nil {
 		return outcome{}, err
 	}
-	if o, err := r.restartControllers(ctx, s, c, role, controllers); err != nil || !o.isDone() {
+	controllers, err := r.controllersToRestore(ctx, s, look, role)
+	if err != nil {
+		return outcome{}, err
+	}
+	if o, err := r.restartControllers(ctx, s, look, role, controllers); err != nil || !o.isDone() {
 		return o, err
 	}
 	if finish {
@@ -58,7 +68,7 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 	if err := quiesce.RemoveBypass(ctx, c); err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	if err := quiesce.Forget(ctx, c, controllers); err != nil {
+	if err := quiesce.Forget(ctx, look, controllers); err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	return done(), nil

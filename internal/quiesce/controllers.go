@@ -196,9 +196,9 @@ func Restore(ctx context.Context, c client.Client, controllers []Controller, fal
 
 // RestoreAndCheck restores as Restore does and says which of the restored
 // controllers are not yet Available at their restored replica count, with
-// a word on what each lacks, from the same read of each Deployment, read
-// again only after Restore scaled it: a wait for the restart polls both,
-// and one read answers both. One whose Deployment is gone is not waited
+// a word on what each lacks, from the same read of each Deployment (or
+// the answer to the patch that scaled it): a wait for the restart polls
+// both, and one read answers both. One whose Deployment is gone is not waited
 // for.
 func RestoreAndCheck(ctx context.Context, c client.Client, controllers []Controller, fallback int32) ([]Controller, map[types.NamespacedName]string, error) {
 	out := make([]Controller, 0, len(controllers))
@@ -216,12 +216,11 @@ func RestoreAndCheck(ctx context.Context, c client.Client, controllers []Control
 			return nil, nil, err
 		}
 		if current := ptr.Deref(d.Spec.Replicas, 1); current != want {
+			// The patch's answer is the Deployment as scaled: its new
+			// generation is not yet observed, so it is not Available,
+			// and the next look reads its rollout.
 			if err := setReplicas(ctx, c, d, want); err != nil {
 				return nil, nil, err
-			}
-			// Its rollout is read again: the patch's answer predates it.
-			if err := c.Get(ctx, ctrl.Key, d); err != nil {
-				return nil, nil, fmt.Errorf("getting controller Deployment %s: %w", ctrl.Key, err)
 			}
 		}
 		reason, err := notAvailable(d)
