@@ -118,7 +118,7 @@ func RebindBypass(ctx context.Context, c client.Client, username string) (Reboun
 		if !namesOther(listed, want) {
 			continue
 		}
-		wrote, err := updateConfiguration(ctx, c, listed.kind, listed.object.GetName(), func(cfg configuration) (bool, error) {
+		wrote, err := updateListed(ctx, c, listed, func(cfg configuration) (bool, error) {
 			changed := false
 			for _, e := range cfg.entries {
 				for i := range *e.matchConditions {

@@ -67,7 +67,7 @@ func RefreshBypass(ctx context.Context, c client.Client, webhooks []string, now 
 		if !bypassesAny(listed, wanted) {
 			continue
 		}
-		wrote, err := updateConfiguration(ctx, c, listed.kind, listed.object.GetName(), func(cfg configuration) (bool, error) {
+		wrote, err := updateListed(ctx, c, listed, func(cfg configuration) (bool, error) {
 			if !bypassesAny(cfg, wanted) {
 				return false, nil // restored meanwhile: nothing to reload
 			}

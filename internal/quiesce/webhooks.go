@@ -136,6 +136,46 @@ func updateConfiguration(ctx context.Context, c client.Client, kind WebhookKind,
 	return wrote, err
 }
 
+// updateListed is updateConfiguration begun from the configuration as it
+// was listed rather than read again: the update names the listed
+// resourceVersion, so the API server takes it only when nobody wrote the
+// configuration since the list; on a conflict it is read and changed
+// again as updateConfiguration does. The list is what the server held an
+// instant ago, as a read would be: one request less per configuration.
+func updateListed(ctx context.Context, c client.Client, listed configuration,
+	change func(configuration) (bool, error)) (bool, error) {
+	cfg, err := copyOf(listed)
+	if err != nil {
+		return false, err
+	}
+	changed, err := change(cfg)
+	if err != nil || !changed {
+		return false, err
+	}
+	err = c.Update(ctx, cfg.object)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case apierrors.IsConflict(err):
+		return updateConfiguration(ctx, c, listed.kind, listed.object.GetName(), change)
+	}
+	return false, err
+}
+
+// copyOf returns a configuration of its own, which change may alter
+// without altering what was listed.
+func copyOf(cfg configuration) (configuration, error) {
+	switch o := cfg.object.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return validatingConfiguration(o.DeepCopy()), nil
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		return mutatingConfiguration(o.DeepCopy()), nil
+	}
+	return configuration{}, fmt.Errorf("unknown webhook configuration %T", cfg.object)
+}
+
 func getConfiguration(ctx context.Context, c client.Reader, kind WebhookKind, name string) (configuration, error) {
 	switch kind {
 	case Validating:
@@ -181,6 +221,11 @@ func FindWebhooks(ctx context.Context, c client.Reader, controllers []Controller
 				continue
 			}
 			key := types.NamespacedName{Namespace: svcRef.Namespace, Name: svcRef.Name}
+			if len(podLabels[key.Namespace]) == 0 {
+				// A Service selects pods of its own namespace only:
+				// with no controller there, it serves none of them.
+				continue
+			}
 			svc, seen := services[key]
 			if !seen {
 				svc = &corev1.Service{}
@@ -332,7 +377,7 @@ func removeBypass(ctx context.Context, c client.Client, refs []WebhookRef) error
 		if !holdsBypass(listed) {
 			continue
 		}
-		_, err := updateConfiguration(ctx, c, listed.kind, listed.object.GetName(), func(cfg configuration) (bool, error) {
+		_, err := updateListed(ctx, c, listed, func(cfg configuration) (bool, error) {
 			changed := false
 			if refs == nil {
 				var err error
