@@ -19,15 +19,20 @@ import (
 // by the controllers this move stops, in both clusters.
 func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, target *remote.Target) error {
 	return r.forBoth(ctx, target, func(ctx context.Context, _ int, c clusterClient) error {
-		who, err := quiesce.WhoAmI(ctx, c.client)
+		who, err := r.whoAmI(ctx, s, c.client)
 		if err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}
-		wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+		// The bypass is written on the configurations webhooksOf listed.
+		look, err := oneLook(s, c.client)
 		if err != nil {
 			return err
 		}
-		if _, err := quiesce.InstallBypass(ctx, c.client, wh.Served, who.Username); err != nil {
+		wh, err := r.webhooksOf(ctx, s, look, c.role)
+		if err != nil {
+			return err
+		}
+		if _, err := quiesce.InstallBypass(ctx, look, wh.Served, who.Username); err != nil {
 			return fmt.Errorf("%s cluster: %w", c.role, err)
 		}
 		return nil
@@ -80,7 +85,7 @@ const anyPhase movev1alpha1.MovePhase = ""
 // that identity every bypass condition that names another; each move is
 // logged and raises a Warning event.
 func (r *MoveOperationReconciler) followIdentity(ctx context.Context, s *scope, c clusterClient) error {
-	who, err := quiesce.WhoAmI(ctx, c.client)
+	who, err := r.whoAmI(ctx, s, c.client)
 	if err != nil {
 		return fmt.Errorf("%s cluster: %w", c.role, err)
 	}
@@ -181,7 +186,11 @@ func (r *MoveOperationReconciler) reassertBypassIn(ctx context.Context, s *scope
 // reinstallBypass installs the bypass again on those of the failed
 // webhooks that the move's stopped controllers serve.
 func (r *MoveOperationReconciler) reinstallBypass(ctx context.Context, s *scope, c clusterClient, failed []string) ([]string, error) {
-	wh, err := r.webhooksOf(ctx, s, c.client, c.role)
+	look, err := oneLook(s, c.client)
+	if err != nil {
+		return nil, err
+	}
+	wh, err := r.webhooksOf(ctx, s, look, c.role)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +207,7 @@ func (r *MoveOperationReconciler) reinstallBypass(ctx context.Context, s *scope,
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	who, err := quiesce.WhoAmI(ctx, c.client)
+	who, err := r.whoAmI(ctx, s, c.client)
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", c.role, err)
 	}
@@ -233,18 +242,18 @@ func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c c
 
 // webhooksOf maps a cluster's webhooks to the controllers this move stops
 // there (recorded in status once Recording is done, selected before).
-func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
-	c, err := oneLook(s, c)
-	if err != nil {
-		return nil, err
-	}
+// Give it a look (oneLook) at the cluster: it reads the controllers'
+// Deployments, lists the webhook configurations twice (the managers' and
+// the controllers') and reads their Services.
+func (r *MoveOperationReconciler) webhooksOf(ctx context.Context, s *scope, look client.Client, role movev1alpha1.ClusterRole) (*quiesce.Webhooks, error) {
 	controllers := r.recordedControllers(s, role)
 	if len(s.mo.Status.Controllers) == 0 {
-		if controllers, err = r.selectControllers(ctx, s, c, role); err != nil {
+		var err error
+		if controllers, err = r.selectControllers(ctx, s, look, role); err != nil {
 			return nil, err
 		}
 	}
-	wh, err := quiesce.FindWebhooks(ctx, c, controllers)
+	wh, err := quiesce.FindWebhooks(ctx, look, controllers)
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}

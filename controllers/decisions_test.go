@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/creator"
@@ -592,7 +596,7 @@ func TestTheSourcesProvidersStartAsSoonAsTheTargetsAreScaledUpNotOnceTheyAreAvai
 
 // TestALookAtTheStoppedControllersListsThemOnceInEachCluster: a wait reads
 // the Deployments of the controllers it waits for with one LIST per
-// cluster and look (quiesce.ListingDeployments), not a GET each, and
+// cluster and look (quiesce.Look), not a GET each, and
 // takes the answer to the patch that scaled one for what it is now.
 func TestALookAtTheStoppedControllersListsThemOnceInEachCluster(t *testing.T) {
 	g := NewWithT(t)
@@ -630,4 +634,37 @@ func TestALookAtTheStoppedControllersListsThemOnceInEachCluster(t *testing.T) {
 		// The source's providers start (once) in the first look.
 		"Source list Deployment": 2, "Source patch Deployment": 1,
 	}), "the Deployments read and written")
+}
+
+// TestTheOperatorAsksWhoItIsOncePerClientOfARun: the bypass, the check of
+// a shared identity and following a rotated credential all ask who the
+// operator is; a client's answer never changes, so a run asks it once per
+// client, and asks a new client (a rotated kubeconfig) again.
+func TestTheOperatorAsksWhoItIsOncePerClientOfARun(t *testing.T) {
+	g := NewWithT(t)
+	var asked atomic.Int32
+	// A pointer, as the clients client.New builds are: a wrapper of
+	// another type is asked every time.
+	type clusterClient struct{ client.Client }
+	newClient := func() client.Client {
+		return &clusterClient{fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if review, ok := obj.(*authenticationv1.SelfSubjectReview); ok {
+					asked.Add(1)
+					review.Status.UserInfo.Username = operatorUsername
+					return nil
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		}).Build()}
+	}
+	r := &MoveOperationReconciler{}
+	s := newScope(moveIn(pathTo(movev1alpha1.PhaseScalingDown)...))
+	first, rotated := newClient(), newClient()
+	for _, c := range []client.Client{first, first, rotated, first, rotated} {
+		who, err := r.whoAmI(context.Background(), s, c)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(who.Username).To(Equal(operatorUsername))
+	}
+	g.Expect(asked.Load()).To(Equal(int32(2)), "one SelfSubjectReview per client")
 }

@@ -65,14 +65,14 @@ func (r *MoveOperationReconciler) selectControllers(ctx context.Context, s *scop
 
 // oneLook returns c for one look at the Deployments of the controllers
 // this move stops in a cluster: their reads are answered by one LIST of
-// those spec.controllers.selector matches (quiesce.ListingDeployments),
+// those spec.controllers.selector matches (quiesce.Look),
 // not by a GET each. Make one per look: it never lists again.
 func oneLook(s *scope, c client.Client) (client.Client, error) {
 	selector, err := controllerSelectorOf(s.mo)
 	if err != nil {
 		return nil, err
 	}
-	return quiesce.ListingDeployments(c, selector), nil
+	return quiesce.Look(c, selector), nil
 }
 
 // managersOf names the managers to stop in one cluster: cluster-api-operator

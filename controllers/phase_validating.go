@@ -11,7 +11,6 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/preflight"
-	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
 )
 
@@ -111,7 +110,11 @@ func (r *MoveOperationReconciler) notes(ctx context.Context, s *scope, target *r
 		role movev1alpha1.ClusterRole
 		cl   client.Client
 	}{{movev1alpha1.ClusterSource, r.Source}, {movev1alpha1.ClusterTarget, target.Client}} {
-		wh, err := r.webhooksOf(ctx, s, c.cl, c.role)
+		look, err := oneLook(s, c.cl)
+		if err != nil {
+			return nil, err
+		}
+		wh, err := r.webhooksOf(ctx, s, look, c.role)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +123,7 @@ func (r *MoveOperationReconciler) notes(ctx context.Context, s *scope, target *r
 				"%s cluster: %s is given by URL and cannot be bypassed; it must accept the moved objects while their controllers are down", c.role, w)})
 		}
 	}
-	access, err := r.accessWarnings(ctx, target)
+	access, err := r.accessWarnings(ctx, s, target)
 	if err != nil {
 		return nil, err
 	}
@@ -131,14 +134,14 @@ func (r *MoveOperationReconciler) notes(ctx context.Context, s *scope, target *r
 // user should know, without stopping the move: a target whose certificate is
 // not verified, and identities that others may share (every request made
 // with the operator's identity skips the stopped providers' webhooks).
-func (r *MoveOperationReconciler) accessWarnings(ctx context.Context, target *remote.Target) ([]preflight.Warning, error) {
+func (r *MoveOperationReconciler) accessWarnings(ctx context.Context, s *scope, target *remote.Target) ([]preflight.Warning, error) {
 	var out []preflight.Warning
 	if target.Insecure {
 		out = append(out, preflight.Warning{Reason: movev1alpha1.ReasonInsecureTarget, Message: fmt.Sprintf(
 			"the target kubeconfig sets insecure-skip-tls-verify: the operator does not verify that %s is the target, so whoever answers there receives the moved Secrets; put the target's CA in certificate-authority-data", target.Server)})
 	}
 	for _, c := range r.clusters(target) {
-		who, err := quiesce.WhoAmI(ctx, c.client)
+		who, err := r.whoAmI(ctx, s, c.client)
 		if err != nil {
 			return nil, fmt.Errorf("%s cluster: %w", c.role, err)
 		}

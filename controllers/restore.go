@@ -47,8 +47,11 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 // it forgets the recorded replicas. It reports done=false while it waits.
 func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, finish bool,
 	noteCopies func(context.Context) (outcome, error)) (outcome, error) {
-	// One look at the controllers' Deployments serves the restart and,
-	// once they are Available, forgetting their recorded replicas.
+	// One look at the controllers' Deployments and webhooks serves the
+	// restart and, once they are Available, removing the bypass and
+	// forgetting their recorded replicas: nobody but the move writes
+	// either meanwhile, and a write of somebody else's (a caBundle
+	// rotated) makes the look's write conflict and read again.
 	look, err := oneLook(s, c)
 	if err != nil {
 		return outcome{}, err
@@ -65,7 +68,7 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 			return o, err
 		}
 	}
-	if err := quiesce.RemoveBypass(ctx, c); err != nil {
+	if err := quiesce.RemoveBypass(ctx, look); err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	if err := quiesce.Forget(ctx, look, controllers); err != nil {

@@ -5,135 +5,243 @@ import (
 	"fmt"
 	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ListingDeployments returns a client that answers every Get of a
-// Deployment from one LIST of the Deployments selector matches, made at
-// the first such Get, and passes every other request through to c.
+// Look returns a client for one look at a cluster's controllers and the
+// webhooks they serve: one step of a move, which reads the same few
+// objects several times over (a wait reads each controller's Deployment;
+// finding the managers and the webhooks of the controllers both list the
+// webhook configurations and read their Services; installing the bypass
+// reads each configuration again before writing it). The look reads each
+// of them from the API server once and answers the step's later reads of
+// it from what it read; every other request goes through to c.
 //
-// A wait reads each controller's Deployment at every look, and the
-// controllers are found by a label (spec.controllers.selector): with a
-// handful of providers in each cluster, one list per look costs one
-// request where a read each cost one per provider. The list is the API
-// server's answer at one instant, as each read was at its own.
+//   - Deployments: one LIST of those selector matches (the controllers'
+//     label, spec.controllers.selector), made at the first read of one, or
+//     the step's own list of them (SelectControllers). A Deployment the
+//     list does not hold (a manager, which the selector need not match, or
+//     a provider whose label was taken off meanwhile) is read on its own,
+//     so that only the server says one is gone.
+//   - Validating and mutating webhook configurations: the first list of
+//     each kind; a read of one by name is answered from it.
+//   - Services: each read once.
 //
-// A Deployment the list does not hold (a manager, which the selector need
-// not match, or a provider whose label was taken off meanwhile) is read on
-// its own, so that only the server says one is gone, and kept as a listed
-// one is for the rest of the look. A Deployment written
-// through the client is answered afterwards with the server's answer to
-// that write; one whose write failed is read again from the server (a
-// conflict must see the new resourceVersion). Make one per look, never
-// one per run: it never lists again.
-func ListingDeployments(c client.Client, selector labels.Selector) client.Client {
-	return &listingDeployments{Client: c, selector: selector}
+// What the look read is the API server's answer at one instant, as each
+// read was at its own. An object written through the look is answered
+// afterwards with the server's answer to that write (what the server now
+// holds); one whose write failed is read again from the server, so a
+// conflict sees the new resourceVersion. A write with options (a dry run)
+// is not the server's state: the object is read again too. Make one per
+// step and cluster, never one per run: it never reads again what it read.
+func Look(c client.Client, selector labels.Selector) client.Client {
+	return &look{Client: c, selector: selector, services: map[types.NamespacedName]*corev1.Service{}}
 }
 
-type listingDeployments struct {
+type look struct {
 	client.Client
 	selector labels.Selector
 
-	mu     sync.Mutex
-	listed map[types.NamespacedName]*appsv1.Deployment
+	mu          sync.Mutex
+	deployments map[types.NamespacedName]*appsv1.Deployment
+	validating  *admissionregistrationv1.ValidatingWebhookConfigurationList
+	mutating    *admissionregistrationv1.MutatingWebhookConfigurationList
+	services    map[types.NamespacedName]*corev1.Service
 }
 
-func (l *listingDeployments) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok || len(opts) > 0 {
+func (l *look) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if len(opts) > 0 {
 		return l.Client.Get(ctx, key, obj, opts...)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.listed == nil {
-		if err := l.list(ctx); err != nil {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return l.getDeployment(ctx, key, o)
+	case *corev1.Service:
+		if found, ok := l.services[key]; ok {
+			found.DeepCopyInto(o)
+			return nil
+		}
+		if err := l.Client.Get(ctx, key, o); err != nil {
 			return err
 		}
+		l.services[key] = o.DeepCopy()
+		return nil
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		if l.validating != nil {
+			if found := findNamed(l.validating.Items, key.Name); found != nil {
+				found.DeepCopyInto(o)
+				return nil
+			}
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		if l.mutating != nil {
+			if found := findNamed(l.mutating.Items, key.Name); found != nil {
+				found.DeepCopyInto(o)
+				return nil
+			}
+		}
 	}
-	if found, ok := l.listed[key]; ok {
+	return l.Client.Get(ctx, key, obj)
+}
+
+func (l *look) getDeployment(ctx context.Context, key client.ObjectKey, d *appsv1.Deployment) error {
+	if l.deployments == nil {
+		list := &appsv1.DeploymentList{}
+		if err := l.Client.List(ctx, list, client.MatchingLabelsSelector{Selector: l.selector}); err != nil {
+			return fmt.Errorf("listing controller Deployments matching %q: %w", l.selector, err)
+		}
+		l.keepDeployments(list)
+	}
+	if found, ok := l.deployments[key]; ok {
 		found.DeepCopyInto(d)
 		return nil
 	}
 	if err := l.Client.Get(ctx, key, d); err != nil {
 		return err
 	}
-	l.listed[key] = d.DeepCopy()
+	l.deployments[key] = d.DeepCopy()
 	return nil
 }
 
-// List passes through; a list of the Deployments the selector matches in
-// every namespace, as SelectControllers makes, is kept as the look's list.
-func (l *listingDeployments) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := l.Client.List(ctx, list, opts...); err != nil {
-		return err
+// findNamed returns the item of items named name, or nil.
+func findNamed[T any, P interface {
+	*T
+	GetName() string
+}](items []T, name string) P {
+	for i := range items {
+		if p := P(&items[i]); p.GetName() == name {
+			return p
+		}
 	}
-	deployments, ok := list.(*appsv1.DeploymentList)
-	if !ok || !l.sameSelection(opts) {
-		return nil
-	}
+	return nil
+}
+
+// List answers a list of either kind of webhook configuration from the
+// look's, listing it the first time; a list of the Deployments the
+// selector matches in every namespace, as SelectControllers makes, is kept
+// as the look's list of them. Every other list goes through.
+func (l *look) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.keep(deployments.DeepCopy())
-	return nil
+	switch o := list.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfigurationList:
+		if len(opts) > 0 {
+			break
+		}
+		if l.validating == nil {
+			fresh := &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+			if err := l.Client.List(ctx, fresh); err != nil {
+				return err
+			}
+			l.validating = fresh
+		}
+		l.validating.DeepCopyInto(o)
+		return nil
+	case *admissionregistrationv1.MutatingWebhookConfigurationList:
+		if len(opts) > 0 {
+			break
+		}
+		if l.mutating == nil {
+			fresh := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+			if err := l.Client.List(ctx, fresh); err != nil {
+				return err
+			}
+			l.mutating = fresh
+		}
+		l.mutating.DeepCopyInto(o)
+		return nil
+	case *appsv1.DeploymentList:
+		if err := l.Client.List(ctx, o, opts...); err != nil {
+			return err
+		}
+		if l.selectsControllers(opts) {
+			l.keepDeployments(o.DeepCopy())
+		}
+		return nil
+	}
+	return l.Client.List(ctx, list, opts...)
 }
 
-// sameSelection reports whether opts ask for exactly the Deployments the
-// look lists: those its selector matches, in every namespace, whole.
-func (l *listingDeployments) sameSelection(opts []client.ListOption) bool {
+// selectsControllers reports whether opts ask for exactly the Deployments
+// the look lists: those its selector matches, in every namespace, whole.
+func (l *look) selectsControllers(opts []client.ListOption) bool {
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	return o.Namespace == "" && o.FieldSelector == nil && o.Limit == 0 && o.Continue == "" && o.Raw == nil &&
 		o.LabelSelector != nil && o.LabelSelector.String() == l.selector.String()
 }
 
-func (l *listingDeployments) list(ctx context.Context) error {
-	list := &appsv1.DeploymentList{}
-	if err := l.Client.List(ctx, list, client.MatchingLabelsSelector{Selector: l.selector}); err != nil {
-		return fmt.Errorf("listing controller Deployments matching %q: %w", l.selector, err)
-	}
-	l.keep(list)
-	return nil
-}
-
-func (l *listingDeployments) keep(list *appsv1.DeploymentList) {
-	l.listed = make(map[types.NamespacedName]*appsv1.Deployment, len(list.Items))
+func (l *look) keepDeployments(list *appsv1.DeploymentList) {
+	l.deployments = make(map[types.NamespacedName]*appsv1.Deployment, len(list.Items))
 	for i := range list.Items {
-		l.listed[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
+		l.deployments[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
 	}
 }
 
-func (l *listingDeployments) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (l *look) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	err := l.Client.Patch(ctx, obj, patch, opts...)
 	l.wrote(obj, len(opts) == 0 && err == nil)
 	return err
 }
 
-func (l *listingDeployments) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+func (l *look) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	err := l.Client.Update(ctx, obj, opts...)
 	l.wrote(obj, len(opts) == 0 && err == nil)
 	return err
 }
 
-// wrote keeps the server's answer to a write of a listed Deployment when
-// it is what the server now holds (ok: the write succeeded, and was no dry
-// run or other variant), and otherwise forgets the Deployment, so that it
-// is read again.
-func (l *listingDeployments) wrote(obj client.Object, ok bool) {
-	d, isDeployment := obj.(*appsv1.Deployment)
-	if !isDeployment {
-		return
-	}
+// wrote keeps the server's answer to a write of an object the look read
+// when it is what the server now holds (ok: the write succeeded, and was
+// no dry run or other variant), and otherwise forgets the object, so that
+// it is read again.
+func (l *look) wrote(obj client.Object, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key := client.ObjectKeyFromObject(d)
-	if _, listed := l.listed[key]; !listed {
-		return
+	key := client.ObjectKeyFromObject(obj)
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		if _, read := l.deployments[key]; read {
+			if ok {
+				l.deployments[key] = o.DeepCopy()
+			} else {
+				delete(l.deployments, key)
+			}
+		}
+	case *corev1.Service:
+		delete(l.services, key)
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		if l.validating != nil && !replaceNamed(l.validating.Items, o, ok) {
+			l.validating = nil
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		if l.mutating != nil && !replaceNamed(l.mutating.Items, o, ok) {
+			l.mutating = nil
+		}
 	}
+}
+
+// replaceNamed puts written in the place of the item of its name when ok,
+// and reports whether it did; false (the list must be read again) when the
+// write failed or the list has no such item.
+func replaceNamed[T any, P interface {
+	*T
+	GetName() string
+	DeepCopyInto(*T)
+}](items []T, written P, ok bool) bool {
 	if !ok {
-		delete(l.listed, key)
-		return
+		return false
 	}
-	l.listed[key] = d.DeepCopy()
+	for i := range items {
+		if P(&items[i]).GetName() == written.GetName() {
+			written.DeepCopyInto(&items[i])
+			return true
+		}
+	}
+	return false
 }

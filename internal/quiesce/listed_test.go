@@ -5,8 +5,11 @@ import (
 	"sync"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,6 +54,12 @@ func kindOf(o any) string {
 	switch o.(type) {
 	case *appsv1.Deployment, *appsv1.DeploymentList:
 		return "deployments"
+	case *corev1.Service:
+		return "services"
+	case *admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList:
+		return "validatingwebhookconfigurations"
+	case *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfigurationList:
+		return "mutatingwebhookconfigurations"
 	}
 	return "other"
 }
@@ -64,6 +73,17 @@ func countingCluster(count *counted, objs ...client.Object) client.Client {
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			count.add("list " + kindOf(list))
 			return c.List(ctx, list, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count.add("update " + kindOf(obj))
+			count.mu.Lock()
+			refuse := count.conflicts > 0
+			count.conflicts--
+			count.mu.Unlock()
+			if refuse {
+				return apierrors.NewConflict(schema.GroupResource{Resource: kindOf(obj)}, obj.GetName(), nil)
+			}
+			return c.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			count.add("patch " + kindOf(obj))
@@ -109,7 +129,7 @@ func TestOneLookReadsTheControllersWithOneList(t *testing.T) {
 
 	t.Run("a check that the stopped controllers stay stopped lists once, and reads only what the list lacks", func(t *testing.T) {
 		count.reset()
-		found, err := Restarted(ctx, ListingDeployments(c, providerSelector), controllers)
+		found, err := Restarted(ctx, Look(c, providerSelector), controllers)
 		if err != nil || len(found) != 0 {
 			t.Fatalf("Restarted: %v, %v; want nothing running", found, err)
 		}
@@ -125,7 +145,7 @@ func TestOneLookReadsTheControllersWithOneList(t *testing.T) {
 
 	t.Run("a restart is judged by the answer to the patch that scaled, without reading again", func(t *testing.T) {
 		count.reset()
-		look := ListingDeployments(c, providerSelector)
+		look := Look(c, providerSelector)
 		recorded := []Controller{{Key: controllers[0].Key, Recorded: ptr.To[int32](1)}, {Key: controllers[1].Key, Recorded: ptr.To[int32](1)}}
 		_, waiting, err := RestoreAndCheck(ctx, look, recorded, 1)
 		if err != nil || len(waiting) != 2 {
@@ -148,7 +168,7 @@ func TestOneLookReadsTheControllersWithOneList(t *testing.T) {
 		annotated := provider("capi-system", "capi-controller-manager", 1, true)
 		c := countingCluster(count, annotated)
 		count.conflicts = 1
-		recorded, err := Record(ctx, ListingDeployments(c, providerSelector), controllers[:1])
+		recorded, err := Record(ctx, Look(c, providerSelector), controllers[:1])
 		if err != nil || ptr.Deref(recorded[0].Recorded, -1) != 1 {
 			t.Fatalf("Record: %+v, %v; want 1 recorded after the conflict", recorded, err)
 		}
@@ -166,7 +186,7 @@ func TestOneLookKeepsTheListOfControllersItWasGiven(t *testing.T) {
 	ctx := context.Background()
 	count := &counted{}
 	c := countingCluster(count, provider("capi-system", "capi-controller-manager", 1, true))
-	look := ListingDeployments(c, providerSelector)
+	look := Look(c, providerSelector)
 	selected, err := SelectControllers(ctx, look, providerSelector)
 	if err != nil || len(selected) != 1 {
 		t.Fatalf("SelectControllers: %v, %v", selected, err)
@@ -179,7 +199,7 @@ func TestOneLookKeepsTheListOfControllersItWasGiven(t *testing.T) {
 	}
 	// A list of something else (one namespace) is not the look's list.
 	count.reset()
-	other := ListingDeployments(c, providerSelector)
+	other := Look(c, providerSelector)
 	if err := other.List(ctx, &appsv1.DeploymentList{}, client.InNamespace("capi-system")); err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +208,74 @@ func TestOneLookKeepsTheListOfControllersItWasGiven(t *testing.T) {
 	}
 	if got := count.get("list deployments"); got != 2 {
 		t.Errorf("%d lists, want 2: a namespace's list is no list of every controller", got)
+	}
+}
+
+// servedWebhooks returns a provider's Deployment, its webhook Service and
+// a validating and a mutating configuration whose webhooks it serves.
+func servedWebhooks(namespace, name string) []client.Object {
+	d := provider(namespace, name, 1, true)
+	d.Spec.Template.Labels = map[string]string{"control-plane": name}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-webhook-service"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"control-plane": name}},
+	}
+	config := admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: namespace, Name: svc.Name}}
+	v := validating(name)
+	v.Webhooks = []admissionregistrationv1.ValidatingWebhook{{Name: "v." + name, ClientConfig: config}}
+	m := mutating()
+	m.Name = name
+	m.Webhooks = []admissionregistrationv1.MutatingWebhook{{Name: "m." + name, ClientConfig: config}}
+	return []client.Object{d, svc, v, m}
+}
+
+func TestOneLookListsTheWebhookConfigurationsOnceAndWritesTheBypassOnWhatItListed(t *testing.T) {
+	ctx := context.Background()
+	count := &counted{}
+	objs := append(servedWebhooks("capi-system", "capi-controller-manager"), servedWebhooks("capl-system", "capl-controller-manager")...)
+	c := countingCluster(count, objs...)
+	look := Look(c, providerSelector)
+	controllers, err := SelectControllers(ctx, look, providerSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The managers' webhooks and the controllers' are found in one look,
+	// as webhooksOf does, and the bypass is installed through it.
+	if _, err := FindCAPIOperator(ctx, look); err != nil {
+		t.Fatal(err)
+	}
+	wh, err := FindWebhooks(ctx, look, controllers)
+	if err != nil || len(wh.Served) != 4 {
+		t.Fatalf("FindWebhooks: %+v, %v; want the 4 webhooks of the two providers", wh, err)
+	}
+	count.conflicts = 1 // the first configuration written changed since the list
+	written, err := InstallBypass(ctx, look, wh.Served, "system:serviceaccount:move-operator-system:mover")
+	if err != nil || len(written) != 4 {
+		t.Fatalf("InstallBypass wrote %v, %v; want the 4 configurations", written, err)
+	}
+	want := map[string]int{
+		"list deployments":                     2, // the selection's, and cluster-api-operator's label
+		"list validatingwebhookconfigurations": 1, "list mutatingwebhookconfigurations": 1,
+		"get services": 2,
+		// 4 updates and one more after the conflict (the mutating
+		// configurations go first); after it the look's list of that
+		// kind is stale, so both of its configurations are read from
+		// the server.
+		"update validatingwebhookconfigurations": 2, "update mutatingwebhookconfigurations": 3,
+		"get mutatingwebhookconfigurations": 2, "list other": 0,
+	}
+	for what, n := range want {
+		if got := count.get(what); got != n {
+			t.Errorf("%s: %d, want %d", what, got, n)
+		}
+	}
+	if got := count.get("get validatingwebhookconfigurations"); got != 0 {
+		t.Errorf("%d reads of validating configurations, want none: they come from the list", got)
+	}
+
+	// A second look at it sees the bypass the first wrote.
+	still, err := BypassInstalled(ctx, Look(c, providerSelector))
+	if err != nil || len(still) != 4 {
+		t.Errorf("BypassInstalled: %v, %v; want the 4 configurations written", still, err)
 	}
 }
