@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"context"
+	"reflect"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
 )
 
@@ -66,6 +70,10 @@ type run struct {
 	// as somebody else.
 	followedTarget *remote.Target
 
+	// identities are who the operator is in each cluster, per client:
+	// see whoAmI.
+	identities identities
+
 	// waiting names the wait this run is in (its phase and step), and
 	// waitingSince when it began: a wait looks again soon at first, then
 	// less often (see poll).
@@ -86,4 +94,40 @@ func (r *run) reset() { *r = run{} }
 func (r *MoveOperationReconciler) runFor(uid types.UID) *run {
 	v, _ := r.runs.LoadOrStore(uid, &run{})
 	return v.(*run)
+}
+
+// identities keeps who the operator is in a cluster, per client of it.
+type identities struct {
+	mu sync.Mutex
+	of map[client.Client]quiesce.Identity
+}
+
+// whoAmI asks a cluster who the operator is there (quiesce.WhoAmI), once
+// per client and run of a move: a client holds one credential for as long
+// as it lives, so the API server's answer does not change (a new
+// kubeconfig in the target Secret gives a new client, asked again; the
+// source's client is the operator's own for as long as it runs). The
+// bypass, the check of a shared identity and following a rotated
+// credential each asked it again: a request each.
+func (r *MoveOperationReconciler) whoAmI(ctx context.Context, s *scope, c client.Client) (quiesce.Identity, error) {
+	if !reflect.TypeOf(c).Comparable() {
+		// A client of a type that cannot key a map (a test's
+		// wrapper): asked every time.
+		return quiesce.WhoAmI(ctx, c)
+	}
+	ids := &r.runFor(s.mo.UID).identities
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if who, ok := ids.of[c]; ok {
+		return who, nil
+	}
+	who, err := quiesce.WhoAmI(ctx, c)
+	if err != nil {
+		return quiesce.Identity{}, err
+	}
+	if ids.of == nil {
+		ids.of = map[client.Client]quiesce.Identity{}
+	}
+	ids.of[c] = who
+	return who, nil
 }
