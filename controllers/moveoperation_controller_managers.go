@@ -41,7 +41,7 @@ func (r *MoveOperationReconciler) selectControllers(ctx context.Context, s *scop
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	keys, err := r.managersOf(ctx, s.mo, c, role)
+	keys, err := r.managersSeen(ctx, s, c, role)
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
@@ -73,6 +73,32 @@ func oneLook(s *scope, c client.Client) (client.Client, error) {
 		return nil, err
 	}
 	return quiesce.Look(c, selector), nil
+}
+
+// managersSeen names the managers to stop in one cluster (managersOf),
+// looking for them once per run and client from Recording on: the restores
+// select the controllers at every look of their waits, only to find those
+// the move recorded on their Deployments but not in status (a run that
+// stopped between the two), and every such manager was found by the
+// Recording that recorded it, in this run or, when this run began after
+// it, by this run's first look. Validating and Recording always look
+// afresh: a manager installed meanwhile must be stopped.
+func (r *MoveOperationReconciler) managersSeen(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole) ([]types.NamespacedName, error) {
+	switch phaseOf(s.mo) {
+	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating:
+		return r.managersOf(ctx, s.mo, c, role)
+	}
+	run := r.runFor(s.mo.UID)
+	reuse := phaseOf(s.mo) != movev1alpha1.PhaseRecording
+	if keys, ok := run.perClient.managersOf(c); ok && reuse {
+		return keys, nil
+	}
+	keys, err := r.managersOf(ctx, s.mo, c, role)
+	if err != nil {
+		return nil, err
+	}
+	run.perClient.keepManagers(c, keys)
+	return keys, nil
 }
 
 // managersOf names the managers to stop in one cluster: cluster-api-operator

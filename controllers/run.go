@@ -70,9 +70,10 @@ type run struct {
 	// as somebody else.
 	followedTarget *remote.Target
 
-	// identities are who the operator is in each cluster, per client:
-	// see whoAmI.
-	identities identities
+	// perClient is what the run learnt of each cluster, per client of it:
+	// who the operator is there (whoAmI), the managers of its providers
+	// (managersSeen).
+	perClient perClient
 
 	// waiting names the wait this run is in (its phase and step), and
 	// waitingSince when it began: a wait looks again soon at first, then
@@ -96,10 +97,67 @@ func (r *MoveOperationReconciler) runFor(uid types.UID) *run {
 	return v.(*run)
 }
 
-// identities keeps who the operator is in a cluster, per client of it.
-type identities struct {
-	mu sync.Mutex
-	of map[client.Client]quiesce.Identity
+// perClient keeps what a run learnt of a cluster, per client of it: a
+// client of another kubeconfig (a rotated target Secret) may be another
+// identity, or even another cluster, and learns it again. Clients of a
+// type that cannot key a map (a test's wrapper) keep nothing.
+type perClient struct {
+	mu         sync.Mutex
+	identities map[client.Client]quiesce.Identity
+	managers   map[client.Client][]types.NamespacedName
+}
+
+func keyable(c client.Client) bool { return c != nil && reflect.TypeOf(c).Comparable() }
+
+// keyOf is the client a look reads through (see quiesce.Unlooked).
+func keyOf(c client.Client) client.Client { return quiesce.Unlooked(c) }
+
+func (p *perClient) identityOf(c client.Client) (quiesce.Identity, bool) {
+	c = keyOf(c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !keyable(c) {
+		return quiesce.Identity{}, false
+	}
+	who, ok := p.identities[c]
+	return who, ok
+}
+
+func (p *perClient) keepIdentity(c client.Client, who quiesce.Identity) {
+	c = keyOf(c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !keyable(c) {
+		return
+	}
+	if p.identities == nil {
+		p.identities = map[client.Client]quiesce.Identity{}
+	}
+	p.identities[c] = who
+}
+
+func (p *perClient) managersOf(c client.Client) ([]types.NamespacedName, bool) {
+	c = keyOf(c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !keyable(c) {
+		return nil, false
+	}
+	keys, ok := p.managers[c]
+	return keys, ok
+}
+
+func (p *perClient) keepManagers(c client.Client, keys []types.NamespacedName) {
+	c = keyOf(c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !keyable(c) {
+		return
+	}
+	if p.managers == nil {
+		p.managers = map[client.Client][]types.NamespacedName{}
+	}
+	p.managers[c] = keys
 }
 
 // whoAmI asks a cluster who the operator is there (quiesce.WhoAmI), once
@@ -110,24 +168,14 @@ type identities struct {
 // bypass, the check of a shared identity and following a rotated
 // credential each asked it again: a request each.
 func (r *MoveOperationReconciler) whoAmI(ctx context.Context, s *scope, c client.Client) (quiesce.Identity, error) {
-	if !reflect.TypeOf(c).Comparable() {
-		// A client of a type that cannot key a map (a test's
-		// wrapper): asked every time.
-		return quiesce.WhoAmI(ctx, c)
-	}
-	ids := &r.runFor(s.mo.UID).identities
-	ids.mu.Lock()
-	defer ids.mu.Unlock()
-	if who, ok := ids.of[c]; ok {
+	ids := &r.runFor(s.mo.UID).perClient
+	if who, ok := ids.identityOf(c); ok {
 		return who, nil
 	}
 	who, err := quiesce.WhoAmI(ctx, c)
 	if err != nil {
 		return quiesce.Identity{}, err
 	}
-	if ids.of == nil {
-		ids.of = map[client.Client]quiesce.Identity{}
-	}
-	ids.of[c] = who
+	ids.keepIdentity(c, who)
 	return who, nil
 }

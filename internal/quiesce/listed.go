@@ -245,3 +245,13 @@ func replaceNamed[T any, P interface {
 	}
 	return false
 }
+
+// Unlooked returns the client a look (Look) reads through, or c itself
+// when it is no look: what a caller keeps per cluster client is kept per
+// the client, not per look.
+func Unlooked(c client.Client) client.Client {
+	if l, ok := c.(*look); ok {
+		return l.Client
+	}
+	return c
+}
