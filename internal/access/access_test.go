@@ -435,3 +435,28 @@ func TestAGroupGrantedWholeIsAskedOnceAndAGroupGrantedInPartsResourceByResource(
 		t.Errorf("asked %d reviews, want 13", asked.Load())
 	}
 }
+
+// TestTheFixedNeedsAreAskedOneByOne: the groups a move needs whatever
+// moves (the webhook configurations, cluster-api-operator's providers) are
+// granted resource by resource by the installer's roles, so their wildcard
+// is never asked: it would be refused, a review more than the needs.
+func TestTheFixedNeedsAreAskedOneByOne(t *testing.T) {
+	needs := []access.Need{
+		{Cluster: src, Verb: "update", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
+		{Cluster: src, Verb: "update", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+		{Cluster: src, Verb: "list", Group: "operator.cluster.x-k8s.io", Resource: "coreproviders"},
+		{Cluster: src, Verb: "list", Group: "operator.cluster.x-k8s.io", Resource: "infrastructureproviders"},
+	}
+	allowed := map[access.Need]bool{needs[0]: true, needs[1]: true, needs[2]: true}
+	var asked atomic.Int32
+	got, err := access.Check(context.Background(), map[movev1alpha1.ClusterRole]client.Client{src: reviewer(t, src, allowed, &asked, nil)}, needs, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := needs[3:]; !slices.Equal(got, want) {
+		t.Errorf("missing:\n got %+v\nwant %+v", got, want)
+	}
+	if asked.Load() != 4 {
+		t.Errorf("asked %d reviews, want 4: one per need, no wildcard", asked.Load())
+	}
+}

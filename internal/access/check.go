@@ -106,12 +106,15 @@ const minShared = 2
 // byGroup maps the wildcard of a group's resources to the needs it covers:
 // needs of one cluster, verb, group and namespace, on the resources
 // themselves ("*") or on one subresource of them ("*/status"), when at
-// least minShared of them share it. The core group and needs of one named
-// object are left out: the installer's roles never grant them whole.
+// least minShared of them share it. The core group, the groups of the
+// fixed needs (fixedGroups) and needs of one named object are left out:
+// the installer's roles never grant them whole, so their wildcard would be
+// refused, a review more than asking each need. Leaving a wildcard out asks
+// no less: its needs are asked one by one.
 func byGroup(needs []Need) map[Need][]Need {
 	out := map[Need][]Need{}
 	for _, n := range Compact(needs) {
-		if n.Group == "" || n.Name != "" {
+		if n.Group == "" || n.Name != "" || fixedGroups[n.Group] {
 			continue
 		}
 		w := n

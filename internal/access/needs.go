@@ -160,6 +160,19 @@ var targetFixed = []fixed{
 	{group: "", resources: []string{"namespaces"}, verbs: []string{"create", "delete"}},
 }
 
+// fixedGroups are the API groups of the fixed needs (bothFixed,
+// sourceFixed, targetFixed, gitOpsKinds): a move needs some of their
+// resources, which the installer's roles name one by one.
+var fixedGroups = func() map[string]bool {
+	out := map[string]bool{}
+	for _, fs := range [][]fixed{bothFixed, sourceFixed, targetFixed, gitOpsKinds} {
+		for _, f := range fs {
+			out[f.group] = true
+		}
+	}
+	return out
+}()
+
 // gitOpsKinds are the GitOps managers a move reads (internal/gitops): the
 // managers of moved objects are resolved whatever spec.gitOps says, and
 // with Suspend they are patched (suspended, then given back their settings
