@@ -61,6 +61,11 @@ type Options struct {
 	// the loop provider's Deployment. Off by default: without it the
 	// setup is exactly `clusterctl init --infrastructure loop`.
 	Hosts bool
+	// InMemory installs CAPD, Cluster API's development infrastructure
+	// provider (see docker.go), beside the loop provider, for fleets of
+	// DevClusters with its in-memory backend; with Controllers, its
+	// controllers run against ControllerOptions.InMemory. Off by default.
+	InMemory bool
 }
 
 // Installation is the Cluster API management setup of one local cluster, and
@@ -211,7 +216,7 @@ func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Ins
 		}
 	}()
 
-	objs, err := inst.prepareProviders(comps, ca, opts.Replicas)
+	objs, err := inst.prepareProviders(comps, ca, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +275,7 @@ func (o *Options) defaults() {
 // prepareProviders returns the objects to apply, the clusterctl inventory
 // CRD then each provider's objects fitted to the cluster (prepareProvider),
 // and sets up, without starting them, each provider's webhook server.
-func (i *Installation) prepareProviders(comps []*components, ca *certificateAuthority, replicas int32) ([]*unstructured.Unstructured, error) {
+func (i *Installation) prepareProviders(comps []*components, ca *certificateAuthority, opts Options) ([]*unstructured.Unstructured, error) {
 	c := i.Cluster
 	var objs []*unstructured.Unstructured
 	inventoryCRDs, err := decodeObjects(clusterctlconfig.ClusterctlAPIManifest)
@@ -290,7 +295,10 @@ func (i *Installation) prepareProviders(comps []*components, ca *certificateAuth
 	i.errLog = errLogFile
 	errLog := log.New(errLogFile, "", log.LstdFlags|log.Lmicroseconds)
 	for _, comp := range comps {
-		p, provObjs, cert, err := prepareProvider(c, comp, ca, replicas)
+		if comp.spec.capd && !opts.InMemory {
+			continue
+		}
+		p, provObjs, cert, err := prepareProvider(c, comp, ca, opts.Replicas)
 		if err != nil {
 			return nil, err
 		}

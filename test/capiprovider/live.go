@@ -25,6 +25,7 @@ import (
 
 	"github.com/move-operator/move-operator/test/cloud"
 	"github.com/move-operator/move-operator/test/hostprovider"
+	"github.com/move-operator/move-operator/test/inmemorycloud"
 	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
@@ -39,6 +40,10 @@ const ProcessFinalizer = "capiprovider.move-operator.test/controller-process"
 type ControllerOptions struct {
 	// Cloud holds the loop provider's VMs. Required.
 	Cloud *cloud.Cloud
+	// InMemory is the cloud of CAPD's in-memory backend, shared by every
+	// installation that runs CAPD's controllers. Required with
+	// Options.InMemory.
+	InMemory *inmemorycloud.Cloud
 	// LoopSwitches change the loop provider's behaviour while it runs.
 	// Default: a new set, all off.
 	LoopSwitches *loopprovider.Switches
@@ -144,6 +149,7 @@ func (i *Installation) startControllers(opts *ControllerOptions) error {
 				switches: i.loopSwitches,
 				activity: i.loopActivity,
 				hosts:    i.hostActivity,
+				inMemory: opts.InMemory,
 			},
 			cfg:     i.Cluster.Config,
 			client:  cl,

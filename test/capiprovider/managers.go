@@ -51,6 +51,7 @@ import (
 
 	"github.com/move-operator/move-operator/test/cloud"
 	"github.com/move-operator/move-operator/test/hostprovider"
+	"github.com/move-operator/move-operator/test/inmemorycloud"
 	"github.com/move-operator/move-operator/test/loopprovider"
 )
 
@@ -97,6 +98,8 @@ type controllerEnv struct {
 	cluster  string
 	switches *loopprovider.Switches
 	activity *loopprovider.Activity
+	// inMemory is the cloud of CAPD's in-memory backend (Options.InMemory).
+	inMemory *inmemorycloud.Cloud
 	// hosts, if set, runs the BareMetalHost controller with the loop
 	// provider's and counts its reconciles (Options.Hosts).
 	hosts *hostprovider.Activity

@@ -39,6 +39,9 @@ type providerSpec struct {
 	configDir string
 	// loop marks the project's own provider, whose bases are embedded here.
 	loop bool
+	// capd marks CAPD, whose bases are in Cluster API's test module, and
+	// which is installed only with Options.InMemory.
+	capd bool
 	// serviceHost is the host number of the webhook Service's fixed ClusterIP
 	// in the cluster's Service range.
 	serviceHost int
@@ -101,11 +104,18 @@ func renderAll(ctx context.Context) ([]*components, error) {
 	if err != nil {
 		return nil, err
 	}
+	capdDir, capdVersion, err := findCAPDModule(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var all []*components
-	for _, spec := range providerSpecs {
+	for _, spec := range append(providerSpecs, dockerSpec) {
 		fsys, version := capiFS, capiVersion
-		if spec.loop {
+		switch {
+		case spec.loop:
 			fsys, version = loopFS, LoopProviderVersion
+		case spec.capd:
+			fsys, version = os.DirFS(capdDir), capdVersion
 		}
 		objs, err := render(fsys, spec.configDir)
 		if err != nil {

@@ -36,6 +36,8 @@ import (
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
 	coreconversion "sigs.k8s.io/cluster-api/core/webhooks/conversion"
 	"sigs.k8s.io/cluster-api/feature"
+	infrav1beta1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta1" //nolint:staticcheck // still served: the conversion webhooks convert from it, as in a release
+	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -51,7 +53,7 @@ import (
 // NewScheme returns a scheme with every type of the management setup: the
 // Kubernetes built-ins, CRDs, all served versions of the Cluster API kinds
 // (core, addons, IPAM, runtime, kubeadm bootstrap and control plane) and the
-// clusterctl inventory.
+// clusterctl inventory, and CAPD's kinds.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -63,6 +65,7 @@ func NewScheme() *runtime.Scheme {
 		bootstrapv1beta1.AddToScheme, bootstrapv1.AddToScheme,
 		controlplanev1beta1.AddToScheme, controlplanev1.AddToScheme,
 		clusterctlv1.AddToScheme,
+		infrav1beta1.AddToScheme, infrav1.AddToScheme,
 	} {
 		utilruntimeMust(add(s))
 	}
@@ -154,6 +157,8 @@ func providerSchemeFor(spec *providerSpec) *runtime.Scheme {
 		return bootstrapScheme()
 	case KubeadmControlPlaneProvider:
 		return controlPlaneScheme()
+	case DockerInfrastructureProvider:
+		return dockerScheme()
 	default:
 		return schemeOf(clientgoscheme.AddToScheme)
 	}

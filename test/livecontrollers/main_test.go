@@ -12,6 +12,6 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	// Hosts for the hosts test (the other tests' fleets have none);
-	// SelfHosted for the pivot test.
-	testenv.Main(m, testenv.Options{CAPI: true, Controllers: true, Hosts: true, SelfHosted: true}, &env)
+	// SelfHosted for the pivot test; InMemory (CAPD) for its takeover test.
+	testenv.Main(m, testenv.Options{CAPI: true, Controllers: true, Hosts: true, SelfHosted: true, InMemory: true}, &env)
 }

@@ -246,7 +246,7 @@ func churns(w capiprovider.Write) bool {
 		return false
 	}
 	switch w.Kind {
-	case "Machine", loopprovider.MachineKind, "KubeadmConfig", "Secret":
+	case "Machine", loopprovider.MachineKind, capiprovider.DevMachineKind, "KubeadmConfig", "Secret":
 		return true
 	}
 	return false
@@ -301,8 +301,28 @@ func reconciledByTarget(ctx context.Context, f *fleet.Fleet) error {
 // generation, not paused, and for the loop and bootstrap kinds
 // provisioned.
 func reconciledBy(ctx context.Context, m *testenv.Management, f *fleet.Fleet) error {
+	return reconciledByKinds(ctx, m, f, loopKinds)
+}
+
+// fleetKinds are the kinds a fleet's provider reconciles, for the checks.
+type fleetKinds struct {
+	// status are the kinds whose status the controllers compute.
+	status []schema.GroupVersionKind
+	// provisioned are the kinds whose status.initialization.<field> a
+	// provider sets.
+	provisioned map[schema.GroupVersionKind]string
+	// infraMachine is the infrastructure machine kind.
+	infraMachine schema.GroupVersionKind
+}
+
+// loopKinds are those of fleet.Create's fleets.
+var loopKinds = fleetKinds{status: statusKinds, provisioned: provisionedKinds,
+	infraMachine: loopprovider.GroupVersion.WithKind(loopprovider.MachineKind)}
+
+// reconciledByKinds is reconciledBy for a fleet of the given kinds.
+func reconciledByKinds(ctx context.Context, m *testenv.Management, f *fleet.Fleet, kinds fleetKinds) error {
 	c := m.Client
-	for _, gvk := range statusKinds {
+	for _, gvk := range kinds.status {
 		items, err := listIn(ctx, c, gvk, f.Namespaces)
 		if err != nil {
 			return err
@@ -316,7 +336,7 @@ func reconciledBy(ctx context.Context, m *testenv.Management, f *fleet.Fleet) er
 			}
 		}
 	}
-	for gvk, field := range provisionedKinds {
+	for gvk, field := range kinds.provisioned {
 		items, err := listIn(ctx, c, gvk, f.Namespaces)
 		if err != nil {
 			return err
@@ -393,7 +413,7 @@ func listIn(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, n
 // Keys of fleetState.uids.
 const (
 	machineKey       = "Machine"
-	infraMachineKey  = loopprovider.MachineKind
+	infraMachineKey  = "infrastructure machine"
 	kubeadmConfigKey = "KubeadmConfig"
 	bootstrapKey     = "bootstrap Secret"
 )
@@ -420,6 +440,11 @@ func (s fleetState) names() map[string][]string {
 }
 
 func takeFleetState(ctx context.Context, g Gomega, m *testenv.Management, f *fleet.Fleet) fleetState {
+	return takeFleetStateOf(ctx, g, m, f, loopKinds)
+}
+
+// takeFleetStateOf is takeFleetState for a fleet of the given kinds.
+func takeFleetStateOf(ctx context.Context, g Gomega, m *testenv.Management, f *fleet.Fleet, kinds fleetKinds) fleetState {
 	s := fleetState{uids: map[string]map[string]types.UID{}, templates: map[string]string{}}
 	record := func(kind string, obj metav1.Object) {
 		if s.uids[kind] == nil {
@@ -460,7 +485,7 @@ func takeFleetState(ctx context.Context, g Gomega, m *testenv.Management, f *fle
 			s.templates["KubeadmControlPlane "+ns+"/"+kcp.Name] = kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name
 		}
 	}
-	infra, err := listIn(ctx, m.Client, loopprovider.GroupVersion.WithKind(loopprovider.MachineKind), f.Namespaces)
+	infra, err := listIn(ctx, m.Client, kinds.infraMachine, f.Namespaces)
 	g.Expect(err).NotTo(HaveOccurred())
 	for i := range infra {
 		record(infraMachineKey, &infra[i])

@@ -2,7 +2,8 @@
 // moved fleet over without churn: every Cluster Available, every Machine
 // and MachinePool Running with its status computed for its generation, and
 // no VM or Machine created or deleted since the move began. It reads the
-// clusters, the simulated cloud's log and the controllers' write logs of a
+// clusters, the simulated clouds' logs (the loop provider's and CAPD's
+// in-memory one) and the controllers' write logs of a
 // testenv.Env; it never moves anything and never writes.
 package takeover
 
@@ -23,6 +24,7 @@ import (
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/cloud"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/inmemorycloud"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -114,25 +116,43 @@ func Poll(ctx context.Context, bound time.Duration, check func() error) error {
 // Mark is where the logs stood when a move began.
 type Mark struct {
 	cloudSeq                   int64
+	inMemoryEvents             int
 	sourceWrites, targetWrites int
 }
 
-// MarkNow records where the cloud's and the controllers' logs stand.
+// MarkNow records where the clouds' and the controllers' logs stand.
 func MarkNow(env *testenv.Env) Mark {
-	return Mark{cloudSeq: env.Cloud.LastSeq(), sourceWrites: len(env.Source.CAPI.Writes()), targetWrites: len(env.Target.CAPI.Writes())}
+	m := Mark{cloudSeq: env.Cloud.LastSeq(), sourceWrites: len(env.Source.CAPI.Writes()), targetWrites: len(env.Target.CAPI.Writes())}
+	if env.InMemory != nil {
+		m.inMemoryEvents = len(env.InMemory.Events())
+	}
+	return m
 }
 
 // Churn is what was made or removed for the fleet since a Mark.
 type Churn struct {
 	// VMs are the cloud's creates, deletes and power-offs.
 	VMs []cloud.Event
+	// DevVMs are the in-memory cloud's creates and deletes (CAPD's VMs).
+	DevVMs []inmemorycloud.Event
 	// Machines are the accepted Machine creates and deletes, in either
 	// cluster.
 	Machines []capiprovider.Write
 }
 
 // None reports no churn.
-func (c Churn) None() bool { return len(c.VMs) == 0 && len(c.Machines) == 0 }
+func (c Churn) None() bool { return len(c.VMs) == 0 && len(c.DevVMs) == 0 && len(c.Machines) == 0 }
+
+// CountDev counts the in-memory cloud's VM events of one kind.
+func (c Churn) CountDev(op inmemorycloud.Op) int {
+	n := 0
+	for _, e := range c.DevVMs {
+		if e.Op == op {
+			n++
+		}
+	}
+	return n
+}
 
 // Count counts the VM events of one type.
 func (c Churn) Count(t cloud.EventType) int {
@@ -181,6 +201,13 @@ func ChurnSince(env *testenv.Env, mark Mark, keep func(namespace, name string) b
 		ns, _, _ := strings.Cut(e.VMName, "/")
 		if e.Type != cloud.PowerOn && (keep(e.Caller.Namespace, "") || keep(ns, "")) {
 			c.VMs = append(c.VMs, e)
+		}
+	}
+	if env.InMemory != nil {
+		for _, e := range env.InMemory.Events()[mark.inMemoryEvents:] {
+			if ns, _, _ := strings.Cut(e.ResourceGroup, "/"); keep(ns, "") {
+				c.DevVMs = append(c.DevVMs, e)
+			}
 		}
 	}
 	for _, writes := range [][]capiprovider.Write{env.Source.CAPI.Writes()[mark.sourceWrites:], env.Target.CAPI.Writes()[mark.targetWrites:]} {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/cloud"
+	"github.com/move-operator/move-operator/test/inmemorycloud"
 	"github.com/move-operator/move-operator/test/localcluster"
 	"github.com/move-operator/move-operator/test/workload"
 )
@@ -37,6 +38,12 @@ type Options struct {
 	// runs its controller with the loop provider's (see package
 	// hostprovider). Off by default.
 	Hosts bool
+	// InMemory (with CAPI) installs CAPD, Cluster API's development
+	// infrastructure provider, in both clusters beside the loop provider
+	// and (with Controllers) runs its in-memory backend against one
+	// in-memory cloud shared by both (Env.InMemory, package
+	// inmemorycloud). Off by default.
+	InMemory bool
 	// Logf receives progress lines. Default: standard error.
 	Logf func(format string, args ...any)
 	// SelfHosted (with Controllers) makes the target management cluster
@@ -67,6 +74,9 @@ type Env struct {
 	// Cloud is the simulated cloud account both clusters' loop provider
 	// uses, nil unless Options.Controllers.
 	Cloud *cloud.Cloud
+	// InMemory is the cloud of CAPD's in-memory backend, shared by both
+	// clusters, nil unless Options.InMemory and Options.Controllers.
+	InMemory *inmemorycloud.Cloud
 	// Workload is the API server every workload cluster of the fleets
 	// points at, nil unless Options.Controllers.
 	Workload *workload.Server
@@ -98,8 +108,17 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.SelfHosted && !opts.Controllers {
 		return nil, errors.New("testenv: SelfHosted needs Controllers")
 	}
+	if opts.InMemory && !opts.CAPI {
+		return nil, errors.New("testenv: InMemory needs CAPI")
+	}
 	began := time.Now()
 	env := &Env{}
+	if opts.InMemory && opts.Controllers {
+		var err error
+		if env.InMemory, err = inmemorycloud.New(); err != nil {
+			return nil, err
+		}
+	}
 	var selfHosted *workload.Certificates
 	if opts.SelfHosted {
 		var err error
@@ -159,6 +178,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Hosts {
 		what += ", with BareMetalHosts"
 	}
+	if opts.InMemory {
+		what += ", with CAPD's in-memory provider"
+	}
 	if opts.SelfHosted {
 		what += ", the target a workload cluster too"
 	}
@@ -183,9 +205,9 @@ func startManagement(ctx context.Context, name string, opts Options, env *Env, c
 		return m, fmt.Errorf("creating a client for %s: %w", c, err)
 	}
 	if opts.CAPI {
-		capiOpts := capiprovider.Options{Logf: opts.Logf, Hosts: opts.Hosts}
+		capiOpts := capiprovider.Options{Logf: opts.Logf, Hosts: opts.Hosts, InMemory: opts.InMemory}
 		if opts.Controllers {
-			capiOpts.Controllers = &capiprovider.ControllerOptions{Cloud: env.Cloud}
+			capiOpts.Controllers = &capiprovider.ControllerOptions{Cloud: env.Cloud, InMemory: env.InMemory}
 		}
 		if m.CAPI, err = capiprovider.Install(ctx, c, capiOpts); err != nil {
 			return m, err
@@ -212,6 +234,10 @@ func (e *Env) Stop() error {
 	}
 	if e.Workload != nil {
 		errs = append(errs, e.Workload.Stop())
+	}
+	if e.InMemory != nil {
+		// After the controllers: they call it until they stop.
+		errs = append(errs, e.InMemory.Stop())
 	}
 	return errors.Join(errs...)
 }
