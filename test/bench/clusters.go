@@ -73,7 +73,7 @@ type clusters struct {
 // operator's identity and the target kubeconfig Secret in the source, reads
 // every kind once in both clusters and measures the idle request rate.
 func startClusters(ctx context.Context, b *bench) (*clusters, error) {
-	env, err := testenv.Start(ctx, testenv.Options{CAPI: true, PodStartLatency: b.opts.podStartLatency, Logf: func(format string, args ...any) {
+	env, err := testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: b.opts.capd, InMemory: b.opts.capd, PodStartLatency: b.opts.podStartLatency, Logf: func(format string, args ...any) {
 		say("  "+format, args...)
 	}})
 	if err != nil {

@@ -159,14 +159,22 @@ func (c *clusters) createFleet(ctx context.Context, tool string, n, rep int) (be
 		// Every attempt's namespace has the same length, so every fleet's
 		// objects have the same sizes.
 		ns := fmt.Sprintf("%s-n%d-r%d%c", namespacePrefix[tool], n, rep, 'a'+attempt)
-		f, err := fleet.Create(ctx, c.env.Source.Client, fleetOptions(n, ns))
+		create := func() (*fleet.Fleet, error) { return fleet.Create(ctx, c.env.Source.Client, fleetOptions(n, ns)) }
+		if c.env.InMemory != nil {
+			create = func() (*fleet.Fleet, error) { return c.createDevFleet(ctx, n, ns) }
+		}
+		f, err := create()
 		if err == nil {
 			return benchFleet{tool: tool, namespace: ns, classNamespace: ns + "-classes", fleet: f}, nil
 		}
 		if ctx.Err() != nil {
 			return benchFleet{}, err
 		}
-		say("  creating the %s fleet in namespace %s failed, left as it is: %v", tool, ns, err)
+		left := "left as it is"
+		if c.env.InMemory != nil {
+			left = "deleted"
+		}
+		say("  creating the %s fleet in namespace %s failed, %s: %v", tool, ns, left, err)
 		errs = append(errs, err)
 	}
 	return benchFleet{}, fmt.Errorf("creating the %s fleet failed %d times: %w", tool, fleetAttempts, errors.Join(errs...))

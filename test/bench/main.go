@@ -116,6 +116,9 @@ type options struct {
 	// just before its move, so that no mover's API servers hold another
 	// mover's fleet.
 	alone bool
+	// capd moves fleets of CAPD's in-memory provider, provisioned and
+	// reconciled by live controllers in both clusters (see devfleets.go).
+	capd bool
 	// keepLogs keeps the work directory, with every process's log, after
 	// a run that succeeded too.
 	keepLogs bool
@@ -142,6 +145,12 @@ type options struct {
 
 // movers are the movers every repetition runs.
 func (o options) movers() movers {
+	if o.capd {
+		// The floors copy and delete without stopping or pausing anything:
+		// with live controllers, the source's would take the deletes for
+		// real ones and delete the VMs the target's copies stand for.
+		return movers{clusterctl: !o.skipClusterctl, carry: o.carry}
+	}
 	return movers{
 		clusterctl: !o.skipClusterctl, baseline: !o.skipBaseline && !o.parityOnly, carry: o.carry, baselineFirst: o.baselineFirst,
 		parity: !o.skipBaseline && !o.skipParity,
@@ -173,6 +182,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.carry, "carry", false, "also move a fleet with the operator and spec.status Carry, in the same rotation, and report its cost against the default move (Rebuild) of the same repetition")
 	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")
 	fs.BoolVar(&o.alone, "alone", false, "move each fleet on its own fresh pair of clusters holding only that fleet, created just before its move (for large N: the API servers then hold one fleet, not one per mover)")
+	fs.BoolVar(&o.capd, "capd", false, "move fleets of Cluster API's own in-memory provider (CAPD's DevClusters: N workload clusters, classic and from upstream's ClusterClass template, one control-plane and one worker Machine each) provisioned by live controllers in both clusters, instead of the static fleets; clusterctl and the operator only")
 	fs.BoolVar(&o.keepLogs, "keep-logs", false, "keep the work directory with every log after a successful run too")
 	operatorFlags := fs.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --zap-log-level=debug)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of both kube-apiservers during every move to this directory")
@@ -436,6 +446,9 @@ func (o options) plan() string {
 	parts := make([]string, len(o.sizes))
 	for i, n := range o.sizes {
 		parts[i] = fmt.Sprintf("N=%d ×%d", n, o.repetitions(n))
+	}
+	if o.capd {
+		return strings.Join(parts, ", ") + ", CAPD in-memory fleets, every controller live"
 	}
 	return strings.Join(parts, ", ")
 }

@@ -134,6 +134,10 @@ func (r *report) preamble(md bool) string {
 		fmt.Sprintf("Settings: %s; repetitions: %s, %s%s", m.settings, r.opts.plan(), r.rotation(), r.where()),
 		fmt.Sprintf("Load average before and after: %s / %s", m.loadBefore, m.loadAfter),
 	}
+	if r.opts.capd {
+		lines = append(lines, "With -capd: each fleet is N workload clusters of Cluster API's own in-memory provider (CAPD v1.14.2; half classic, half from upstream's ClusterClass template; "+
+			"one control-plane and one worker Machine each), provisioned by the source's live controllers; every controller runs in both clusters throughout; the floors do not run")
+	}
 	if r.opts.carry {
 		lines = append(lines, "With -carry: the operator also moves a fleet of its own with spec.status Carry, in the same rotation; "+
 			"its cost is the Carry move's against the operator's default move (Rebuild) of the same repetition")

@@ -13,8 +13,9 @@
 // It starts two local management clusters (package testenv: real etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok processes
 // with Cluster API installed as clusterctl init leaves it, and its
-// controllers and the loop provider running against a simulated cloud),
-// creates a fleet in the source (package fleet) and waits until the source's
+// controllers, the loop provider running against a simulated cloud and
+// CAPD's in-memory provider against its in-memory cloud), creates a fleet in
+// the source (packages fleet and devfleet) and waits until the source's
 // controllers have settled it, installs the MoveOperation CRD, builds the
 // image and runs the manager binary out of it as installed (package
 // installed: the Deployment's args and env, the ServiceAccount and RBAC of
@@ -51,8 +52,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -62,6 +65,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/devfleet"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/localcluster"
@@ -87,10 +91,14 @@ const (
 )
 
 // The demo fleet: the self-hosted management cluster (classic, in
-// namespace mgmt), and six workload clusters, two of each shape (classic,
-// ClusterClass in the cluster's namespace, ClusterClass in another
-// namespace), in two team namespaces. The sample names the same namespaces.
+// namespace mgmt), six workload clusters of the loop provider, two of each
+// shape (classic, ClusterClass in the cluster's namespace, ClusterClass in
+// another namespace), in two team namespaces, and two clusters of Cluster
+// API's own in-memory provider (CAPD: one classic, one from upstream's
+// ClusterClass template) in namespace capd, provisioned by the bootstrap
+// cluster's controllers. The sample names the same namespaces.
 var (
+	devFleetOptions   = devfleet.Options{Namespace: "capd", Prefix: "dev", Clusters: 2}
 	selfHostedOptions = fleet.Options{
 		Clusters:   1,
 		Workers:    ptr.To(1),
@@ -276,7 +284,7 @@ func (d *demo) setUp(ctx context.Context) error {
 	step("Building the operator's image (make image) while the bootstrap cluster and the management cluster start")
 	built := make(chan error, 1)
 	go func() { built <- d.buildOperator(ctx) }()
-	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, SelfHosted: true, Names: [2]string{"bootstrap", "mgmt"}, Logf: func(format string, args ...any) {
+	d.env, err = testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, SelfHosted: true, InMemory: true, Names: [2]string{"bootstrap", "mgmt"}, Logf: func(format string, args ...any) {
 		say("  "+format, args...)
 	}})
 	if err != nil {
@@ -307,15 +315,23 @@ func (d *demo) createFleet(ctx context.Context) (*fleet.Fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the fleet: %w", err)
 	}
-	f := fleet.Join(self, others)
+	dev, err := d.createDevFleet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := fleet.Join(self, others, dev)
 	host, port := d.env.SelfHosted.Endpoint()
 	for _, c := range f.Clusters {
 		class := ""
 		if c.ClassRef != nil {
 			class = " (ClusterClass " + c.ClassRef.String() + ")"
 		}
-		if c.Namespace == self.Clusters[0].Namespace {
+		switch c.Namespace {
+		case self.Clusters[0].Namespace:
 			class = fmt.Sprintf(": the local management cluster %q itself, at %s:%d", d.env.Target.Name, host, port)
+		case devFleetOptions.Namespace:
+			say("  %-8s %-12s %s%s, CAPD in-memory: its controllers make the Machines", c.Namespace, c.Name, c.Shape, class)
+			continue
 		}
 		say("  %-8s %-12s %s%s, %d Machines", c.Namespace, c.Name, c.Shape, class, len(c.Machines))
 	}
@@ -325,12 +341,29 @@ func (d *demo) createFleet(ctx context.Context) (*fleet.Fleet, error) {
 		if err := takeover.Available(ctx, d.env.Source, f); err != nil {
 			return err
 		}
+		if err := takeover.Running(ctx, d.env.Source, f); err != nil {
+			return err
+		}
 		return takeover.Quiet(d.env.Source, ours, quietBeforeMove)
 	}); err != nil {
 		return nil, fmt.Errorf("the fleet did not settle in the bootstrap cluster: %w", err)
 	}
 	say("  the bootstrap cluster's controllers have reconciled it and left it alone for %s", quietBeforeMove)
 	return f, nil
+}
+
+// createDevFleet creates the CAPD in-memory clusters as a user would, from
+// upstream's templates, in their own namespace.
+func (d *demo) createDevFleet(ctx context.Context) (*fleet.Fleet, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devFleetOptions.Namespace}}
+	if err := d.env.Source.Client.Create(ctx, ns); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	}
+	dev, err := devfleet.Create(ctx, d.env.Source.Client, devFleetOptions)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CAPD in-memory clusters: %w", err)
+	}
+	return dev, nil
 }
 
 // selfHostedNodes are the Nodes of the self-hosted cluster's Machines, in
@@ -448,10 +481,13 @@ func (d *demo) takeover(ctx context.Context, l *leg, f *fleet.Fleet, mark takeov
 		for _, e := range churn.VMs {
 			say("  cloud: %s VM %s by %s", e.Type, e.VMName, e.Caller)
 		}
+		for _, e := range churn.DevVMs {
+			say("  in-memory cloud: %s", e)
+		}
 		for _, w := range churn.Machines {
 			say("  %s", w)
 		}
-		return "", fmt.Errorf("the move disturbed the fleet: %d VM events, %d Machines created or deleted", len(churn.VMs), len(churn.Machines))
+		return "", fmt.Errorf("the move disturbed the fleet: %d VM events, %d Machines created or deleted", len(churn.VMs)+len(churn.DevVMs), len(churn.Machines))
 	}
 	now, err := d.selfHostedNodes(ctx)
 	if err != nil {
@@ -460,12 +496,12 @@ func (d *demo) takeover(ctx context.Context, l *leg, f *fleet.Fleet, mark takeov
 	if !maps.Equal(now, nodes) {
 		return "", fmt.Errorf("the self-hosted cluster's Nodes changed: %v before, %v now", nodes, now)
 	}
-	machines := 0
-	for _, c := range f.Clusters {
-		machines += len(c.Machines)
+	machines := &clusterv1.MachineList{}
+	if err := l.to.Client.List(ctx, machines); err != nil {
+		return "", err
 	}
-	return fmt.Sprintf("TAKEOVER: no VM, Machine or Node created or deleted; %s's controllers reconciled the fleet (%d clusters, %d Machines, the self-hosted one among them) %s after Done",
-		l.to.Name, len(f.Clusters), machines, reconciled), nil
+	return fmt.Sprintf("TAKEOVER: no VM, Machine or Node created or deleted; %s's controllers reconciled the fleet (%d clusters, %d Machines, the self-hosted one and %d CAPD in-memory ones among them) %s after Done",
+		l.to.Name, len(f.Clusters), len(machines.Items), devFleetOptions.Clusters, reconciled), nil
 }
 
 // buildOperator builds the host platform's image (hack/image, as make

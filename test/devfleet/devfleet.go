@@ -63,6 +63,10 @@ type Options struct {
 	ControlPlane, Workers int
 	// KubernetesVersion of the workload clusters. Default v1.34.2.
 	KubernetesVersion string
+	// WithoutAnnotation leaves the DevClusters as upstream's templates
+	// make them, without annotations: only for the test that shows why
+	// every DevCluster gets one (see withAnnotation).
+	WithoutAnnotation bool
 	// StartupDuration replaces upstream's simulated start-up durations
 	// (10 s per VM, 2 s per Node, API server and etcd member), so a fleet
 	// is provisioned in seconds. Default 1s.
@@ -159,10 +163,14 @@ func readTemplate(path string, opts Options, cluster string) ([]*unstructured.Un
 	return objs, nil
 }
 
-// create creates objs in order, counting them in f.
+// create creates objs in order, counting them in f. A create the API
+// server or a webhook could not answer in time is tried again
+// (fleet.RetryTransient): on a loaded machine the Cluster webhook's read of
+// the ClusterClass now and then times out.
 func create(ctx context.Context, c client.Client, f *fleet.Fleet, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := fleet.RetryTransient(ctx, func() error { return c.Create(ctx, o) })
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 		f.Objects[o.GetKind()]++
@@ -195,7 +203,9 @@ func parse(data []byte, opts Options, cluster string) ([]*unstructured.Unstructu
 			continue
 		}
 		o.SetNamespace(opts.Namespace)
-		withAnnotation(o)
+		if !opts.WithoutAnnotation {
+			withAnnotation(o)
+		}
 		shortenStartup(o, opts.StartupDuration)
 		objs = append(objs, o)
 	}

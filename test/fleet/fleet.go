@@ -329,7 +329,7 @@ func (w *writer) create(ctx context.Context, obj client.Object, status func()) e
 // UID is the one the fleet's owner references name.
 func (w *writer) createOnce(ctx context.Context, obj client.Object) error {
 	retried := false
-	return retryTransient(ctx, func() error {
+	return RetryTransient(ctx, func() error {
 		err := w.c.Create(ctx, obj)
 		if retried && apierrors.IsAlreadyExists(err) {
 			return w.c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -342,12 +342,13 @@ func (w *writer) createOnce(ctx context.Context, obj client.Object) error {
 // fixtureAttempts bounds the attempts of one write of the fixture.
 const fixtureAttempts = 6
 
-// retryTransient calls fn until it succeeds, fails for good, or has failed
+// RetryTransient calls fn until it succeeds, fails for good, or has failed
 // fixtureAttempts times for a reason that passes: a large fleet is created
 // on a loaded machine, where an API server or a Cluster API webhook (which
 // reads the ClusterClass a Cluster names) now and then times out. Creating
 // the whole fleet again for one such answer costs minutes at N=1,000.
-func retryTransient(ctx context.Context, fn func() error) error {
+// Package devfleet retries its creates so too.
+func RetryTransient(ctx context.Context, fn func() error) error {
 	delay := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := fn()
@@ -447,7 +448,7 @@ func (w *writer) setStatus(ctx context.Context, obj client.Object) error {
 	if err != nil {
 		return err
 	}
-	if err := retryTransient(ctx, func() error { return w.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)) }); err != nil {
+	if err := RetryTransient(ctx, func() error { return w.c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)) }); err != nil {
 		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil

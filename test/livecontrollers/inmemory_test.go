@@ -4,6 +4,8 @@ package livecontrollers_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -12,10 +14,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/capiprovider"
@@ -175,4 +179,35 @@ func describeEvents(events []inmemorycloud.Event) string {
 		s[i] = e.String()
 	}
 	return strings.Join(s, "; ")
+}
+
+// TestADevClusterWithoutAnnotationsIsNeverProvisioned shows the CAPD
+// defect devfleet works around: v1.14.2's in-memory backend writes its
+// listener into a DevCluster's annotations without making the map, so a
+// DevCluster created with none, as upstream's templates make it, panics its
+// reconciler on every try and is never provisioned. If this test fails,
+// upstream fixed it: drop the workaround (devfleet.withAnnotation) and the
+// note in docs/before-you-move.md.
+func TestADevClusterWithoutAnnotationsIsNeverProvisioned(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "capd-bare-" + rand.String(5)
+	g.Expect(env.Source.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	t.Cleanup(func() { deleteNamespaces(t, []string{ns}) })
+	f, err := devfleet.Create(ctx, env.Source.Client, devfleet.Options{Namespace: ns, Clusters: 1, Prefix: ns, WithoutAnnotation: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	logPath := filepath.Join(env.Source.LogDir, "controllers-"+capiprovider.DockerInfrastructureProvider+".log")
+	g.Eventually(func() (string, error) {
+		data, err := os.ReadFile(logPath)
+		return string(data), err
+	}, time.Minute, time.Second).Should(ContainSubstring("assignment to entry in nil map"), "CAPD's DevCluster reconciler panics")
+	dc := &unstructured.Unstructured{}
+	dc.SetGroupVersionKind(capiprovider.DevGroupVersion.WithKind(capiprovider.DevClusterKind))
+	g.Consistently(func() (bool, error) {
+		if err := env.Source.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: f.Clusters[0].Name}, dc); err != nil {
+			return false, err
+		}
+		provisioned, _, _ := unstructured.NestedBool(dc.Object, "status", "initialization", "provisioned")
+		return provisioned, nil
+	}, 15*time.Second, time.Second).Should(BeFalse(), "a DevCluster without annotations is never provisioned")
 }

@@ -95,7 +95,7 @@ func run(o options) int {
 	}
 	began := time.Now()
 	say("starting two local management clusters with the live controllers")
-	env, err := testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, Hosts: true, Logf: func(f string, a ...any) { say("  "+f, a...) }})
+	env, err := testenv.Start(ctx, testenv.Options{CAPI: true, Controllers: true, Hosts: true, InMemory: true, Logf: func(f string, a ...any) { say("  "+f, a...) }})
 	if err != nil {
 		say("starting the clusters: %v", err)
 		return 1

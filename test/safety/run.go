@@ -15,8 +15,10 @@ import (
 
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/cloud"
+	"github.com/move-operator/move-operator/test/devfleet"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/hostprovider"
+	"github.com/move-operator/move-operator/test/inmemorycloud"
 	"github.com/move-operator/move-operator/test/mover"
 	"github.com/move-operator/move-operator/test/takeover"
 	"github.com/move-operator/move-operator/test/testenv"
@@ -84,6 +86,20 @@ func fleetOptions(prefix string, l *lab, hosts bool) fleet.Options {
 	}
 }
 
+// createFleet creates the scenario's fleet in the source: fleetOptions', or
+// with capd one classic CAPD in-memory cluster of the same shape (one
+// control-plane Machine, one worker; CAPD has no machine pools) in a
+// namespace of its own, left for the source's controllers to provision.
+func (l *lab) createFleet(ctx context.Context, s scenario, prefix string) (*fleet.Fleet, error) {
+	if !s.capd {
+		return fleet.Create(ctx, l.env.Source.Client, fleetOptions(prefix, l, s.hosts))
+	}
+	if err := l.env.Source.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix}}); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", prefix, err)
+	}
+	return devfleet.Create(ctx, l.env.Source.Client, devfleet.Options{Namespace: prefix, Prefix: prefix, Clusters: 1})
+}
+
 // result is what one move of one scenario did.
 type result struct {
 	scenario, mover string
@@ -149,7 +165,7 @@ func (e *eventLog) all() []timedEvent {
 func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
 	r := result{scenario: s.id, mover: m}
 	prefix := "s" + s.id + moverCode(m) + "-" + rand.String(4)
-	f, err := fleet.Create(ctx, l.env.Source.Client, fleetOptions(prefix, l, s.hosts))
+	f, err := l.createFleet(ctx, s, prefix)
 	if err != nil {
 		r.moveErr = fmt.Errorf("creating the fleet: %w", err)
 		return r
@@ -252,6 +268,8 @@ func (l *lab) count(r *result, mark takeover.Mark, keep func(string, string) boo
 	r.vmCreated, r.vmDeleted, r.vmPoweredOff = churn.Count(cloud.Created), churn.Count(cloud.Deleted), churn.Count(cloud.PowerOff)
 	r.machinesCreated, r.machinesDeleted = churn.MachinesCreated(), churn.MachinesDeleted()
 	r.hostsProvisioned = churn.Count(cloud.Provision)
+	r.vmCreated += churn.CountDev(inmemorycloud.Created)
+	r.vmDeleted += churn.CountDev(inmemorycloud.Deleted)
 	expectedVM := arm.expectedVM
 	for _, e := range churn.VMs {
 		if e.Type == cloud.Created && e.VMName == expectedVM && expectedVM != "" {
@@ -323,6 +341,9 @@ func (l *lab) sequence(log *eventLog, tl *mover.Timeline, mark takeover.Mark, ke
 		}
 		out = append(out, fmt.Sprintf("%s cloud: %s VM %s (%s) by %s", e.Time.Format("15:04:05.000"), e.Type, e.VMName, e.VMID, e.Caller))
 	}
+	for _, e := range takeover.ChurnSince(l.env, mark, keep).DevVMs {
+		out = append(out, fmt.Sprintf("%s in-memory cloud: %s", e.At.Format("15:04:05.000"), e))
+	}
 	return out
 }
 
@@ -331,6 +352,9 @@ func (l *lab) sequence(log *eventLog, tl *mover.Timeline, mark takeover.Mark, ke
 func (l *lab) waitSettledInSource(ctx context.Context, f *fleet.Fleet, keep func(string, string) bool) error {
 	return takeover.Poll(ctx, settleBefore, func() error {
 		if err := takeover.Available(ctx, l.env.Source, f); err != nil {
+			return err
+		}
+		if err := takeover.Running(ctx, l.env.Source, f); err != nil {
 			return err
 		}
 		if err := hostsProvisioned(ctx, l.env.Source, f); err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,8 @@ type Env struct {
 	// SelfHosted serves the target management cluster as a workload
 	// cluster, nil unless Options.SelfHosted.
 	SelfHosted *workload.Server
+
+	cloudLog *os.File
 }
 
 // Management is one local management cluster with a client for it.
@@ -167,6 +171,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, errors.Join(err, env.Stop())
 		}
 	}
+	if env.InMemory != nil {
+		if err := env.logInMemoryCloud(); err != nil {
+			return nil, errors.Join(err, env.Stop())
+		}
+	}
 	env.StartupDuration = time.Since(began)
 	what := "two local management clusters"
 	if opts.CAPI {
@@ -239,7 +248,26 @@ func (e *Env) Stop() error {
 		// After the controllers: they call it until they stop.
 		errs = append(errs, e.InMemory.Stop())
 	}
+	if e.cloudLog != nil {
+		log.SetOutput(os.Stderr)
+		errs = append(errs, e.cloudLog.Close())
+	}
 	return errors.Join(errs...)
+}
+
+// logInMemoryCloud sends the standard logger's output to the source's log
+// directory: the in-memory cloud's workload API servers are net/http
+// servers without a logger of their own, so net/http writes every TLS
+// handshake a controller drops, and go-restful every superfluous
+// WriteHeader, through it, dozens a second while controllers run.
+func (e *Env) logInMemoryCloud() error {
+	f, err := os.OpenFile(filepath.Join(e.Source.LogDir, "inmemory-cloud.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the in-memory cloud's log: %w", err)
+	}
+	e.cloudLog = f
+	log.SetOutput(f)
+	return nil
 }
 
 // RemoveLogs removes both clusters' directories.
