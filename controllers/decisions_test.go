@@ -72,46 +72,6 @@ func (e expectation) check(t *testing.T, o outcome, err error) {
 	}
 }
 
-// TestCopyingAndDeletingGoOnWithTheNextGroupWithinTheProgressInterval:
-// groups that take less than ProgressInterval are done in one reconcile,
-// and the status written after it counts them all (see groupsFor); a
-// group that fails after others of the same reconcile leaves them counted,
-// and its error comes at the next reconcile.
-func TestCopyingAndDeletingGoOnWithTheNextGroupWithinTheProgressInterval(t *testing.T) {
-	g := NewWithT(t)
-	f := newMoveFixture(t)
-	f.r.ProgressInterval = time.Hour
-	f.target.refuseWith(func(r fakeRequest) error {
-		if r.verb == "create" && r.kind == "Machine" {
-			return apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
-		}
-		return nil
-	})
-
-	o, err := f.reconcile(copyingPhase) // the run starts Copying
-	expectation{kind: outcomeProgress}.check(t, o, err)
-	o, err = f.reconcile(copyingPhase)
-	expectation{kind: outcomeProgress}.check(t, o, err)
-	g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(int32(2)), "the two groups before the Machine's, in one reconcile")
-	o, err = f.reconcile(copyingPhase)
-	expectation{retried: true, says: []string{"copying group 3 of 3", "etcdserver: request timed out"}}.check(t, o, err)
-
-	f.target.refuseWith(nil)
-	o, err = f.reconcile(copyingPhase)
-	expectation{kind: outcomeProgress}.check(t, o, err)
-	g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(int32(3)))
-	o, err = f.reconcile(copyingPhase)
-	expectation{kind: outcomeDone}.check(t, o, err)
-
-	s := newScope(f.mo)
-	_, err = s.apply(copyingPhase, o)
-	g.Expect(err).NotTo(HaveOccurred())
-	o, err = f.reconcile(deletingPhase)
-	expectation{kind: outcomeProgress}.check(t, o, err)
-	g.Expect(f.mo.Status.Progress.DeletedGroups).To(Equal(int32(3)), "every group deleted in one reconcile")
-	g.Expect(f.source.holds(t, theCluster, theMachineSet, theSecret, theMachine)).To(BeEmpty())
-}
-
 func TestCopyingCopiesOneGroupPerReconcileCountingItInTheStatusThenIsDone(t *testing.T) {
 	g := NewWithT(t)
 	f := newMoveFixture(t)

@@ -63,10 +63,6 @@ type MoveOperationReconciler struct {
 	CreatorPolicy string
 	// PollInterval is how often a wait (for pods, for block-move) looks again.
 	PollInterval time.Duration
-	// ProgressInterval is how long Copying and Deleting go on with their
-	// next group in one reconcile before the status says how far they
-	// are (see groupsFor). Zero: one group per reconcile.
-	ProgressInterval time.Duration
 
 	// lastErrors holds, per MoveOperation, the last error reported, so that
 	// each distinct error is logged once, not on every retry.
@@ -155,9 +151,6 @@ func (r *MoveOperationReconciler) SetupWithManager(mgr ctrl.Manager, options con
 		// or to become Available: a second between looks costs a few cheap
 		// reads and keeps those waits short.
 		r.PollInterval = time.Second
-	}
-	if r.ProgressInterval == 0 {
-		r.ProgressInterval = DefaultProgressInterval
 	}
 	if options.RateLimiter == nil {
 		// controller-runtime's default backoff grows to 16 minutes: a move

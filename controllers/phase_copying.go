@@ -95,9 +95,8 @@ func (r *MoveOperationReconciler) startCopyRun(_ context.Context, s *scope) (out
 	return progressed(), nil
 }
 
-// copyingSteps create the objects in the target, one creation group after
-// the other, writing progress at least every ProgressInterval (see
-// groupsFor). The plan is
+// copyingSteps create the objects in the target, one creation group per
+// reconcile so that progress is written after each group. The plan is
 // recorded before the first copy (see recordPlan): a restarted operator
 // copies exactly that set again. After the last group the source is read
 // once more, and a moved set that changed meanwhile (an object created or
@@ -120,15 +119,12 @@ var copyingSteps = []subStep{
 	{name: "follow the target", needs: bothBypasses, do: (*MoveOperationReconciler).followTarget},
 	{name: "record the plan", finished: func(run *run) bool { return run.copyPlan != nil }, do: (*MoveOperationReconciler).startCopying},
 	{name: "count the progress", do: (*MoveOperationReconciler).countCopyProgress},
-	// Repeats, a group or a few per reconcile (see groupsFor), until none
-	// is left.
-	{name: "copy the next group", finished: copiedAll, do: groupsFor((*MoveOperationReconciler).copyNextGroup, func(run *run) bool { return !copiedAll(run) })},
+	// Repeats, one group per reconcile, until none is left.
+	{name: "copy the next group", finished: func(run *run) bool { return run.nextCopy >= len(run.copyPlan.Groups) }, do: (*MoveOperationReconciler).copyNextGroup},
 	{name: "verify before deleting", once: true, do: (*MoveOperationReconciler).verifyBeforeDeleting},
 	// The last chance to roll back: nothing deletes with a provider running.
 	{name: "check still stopped", do: (*MoveOperationReconciler).checkStillStopped},
 }
-
-func copiedAll(run *run) bool { return run.nextCopy >= len(run.copyPlan.Groups) }
 
 // countCopyProgress says in status.progress what Copying has copied. It
 // is derived from the run on every reconcile, never added to: a status
@@ -141,8 +137,8 @@ func (r *MoveOperationReconciler) countCopyProgress(_ context.Context, s *scope)
 	return done(), nil
 }
 
-// copyNextGroup copies the plan's next group and counts it, so that the
-// status written after the reconcile says how far Copying is.
+// copyNextGroup copies the plan's next group and counts it: one group per
+// reconcile, so that progress is written after each.
 func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope) (outcome, error) {
 	mo, run, target := s.mo, r.runFor(s.mo.UID), s.target
 	plan := run.copyPlan

@@ -20,20 +20,16 @@ var deletingPhase = phaseSpec{
 }
 
 // deletingSteps delete the moved objects from the source, last group
-// first, writing progress at least every ProgressInterval (see
-// groupsFor). This is the point of no return: errors
+// first, one group per reconcile. This is the point of no return: errors
 // are retried, never rolled back. Their progress is what the run holds:
 // the plan and the next group to delete; a restarted operator deletes by
 // the recorded plan, and finds what it deleted gone.
 var deletingSteps = []subStep{
 	{name: "choose the plan", finished: func(run *run) bool { return run.deletePlan != nil }, do: (*MoveOperationReconciler).startDeleting},
 	{name: "count the progress", do: (*MoveOperationReconciler).countDeleteProgress},
-	// Repeats, a group or a few per reconcile (see groupsFor), until none
-	// is left.
-	{name: "delete the next group", finished: deletedAll, do: groupsFor((*MoveOperationReconciler).deleteNextGroup, func(run *run) bool { return !deletedAll(run) })},
+	// Repeats, one group per reconcile, until none is left.
+	{name: "delete the next group", finished: func(run *run) bool { return run.nextDelete < 0 }, do: (*MoveOperationReconciler).deleteNextGroup},
 }
-
-func deletedAll(run *run) bool { return run.nextDelete < 0 }
 
 // countDeleteProgress says in status.progress what Deleting has deleted,
 // on every reconcile (see countCopyProgress).
