@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,17 +106,45 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
+// lowestPort is where the blocks start, as upstream's default range does.
+const lowestPort = 20000
+
 // freePorts picks a random block of ports whose first ports are free, for
 // the debug server (the block's first) and the workload clusters (the
-// rest). The mux does not check a port before it listens on it.
+// rest). The blocks lie below the kernel's ephemeral port range: the mux
+// does not check a port before it listens on it, and a port in that range
+// may be any connection's local end by then (seen: "bind: address already
+// in use", a workload cluster never reachable).
 func freePorts() (inmemoryserver.CustomPorts, error) {
+	blocks := (ephemeralLow() - lowestPort) / portBlock
+	if blocks < 1 {
+		return inmemoryserver.CustomPorts{}, fmt.Errorf("no room for %d ports between %d and the ephemeral port range", portBlock, lowestPort)
+	}
 	for range 20 {
-		lowest := int32(20000 + rand.IntN(80)*portBlock)
+		lowest := int32(lowestPort + rand.IntN(blocks)*portBlock)
 		if portsFree(lowest, 10) {
 			return inmemoryserver.CustomPorts{DebugPort: lowest, MinPort: lowest + 1, MaxPort: lowest + portBlock - 1}, nil
 		}
 	}
 	return inmemoryserver.CustomPorts{}, errors.New("no free block of ports for the in-memory cloud")
+}
+
+// ephemeralLow is the lowest port the kernel gives a connection's local
+// end (Linux's default when it cannot be read).
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }
 
 func portsFree(from, n int32) bool {

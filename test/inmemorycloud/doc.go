@@ -27,6 +27,8 @@
 // management cluster that asked. Nodes and pods of the workload clusters are
 // not recorded: they follow their VM.
 //
-// The workload API servers listen on 127.0.0.1, on ports picked at random
-// from a free block, so that test packages running at once do not collide.
+// The workload API servers listen on 127.0.0.1, on ports of a block picked
+// at random below the kernel's ephemeral range, so that test packages
+// running at once do not collide, and no connection's local end takes a
+// port a workload cluster is given.
 package inmemorycloud
