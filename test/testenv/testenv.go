@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc/grpclog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,7 +261,8 @@ func (e *Env) Stop() error {
 // directory: the in-memory cloud's workload API servers are net/http
 // servers without a logger of their own, so net/http writes every TLS
 // handshake a controller drops, and go-restful every superfluous
-// WriteHeader, through it, dozens a second while controllers run.
+// WriteHeader, through it, dozens a second while controllers run; gRPC's
+// warnings and errors go there too.
 func (e *Env) logInMemoryCloud() error {
 	f, err := os.OpenFile(filepath.Join(e.Source.LogDir, "inmemory-cloud.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -267,6 +270,9 @@ func (e *Env) logInMemoryCloud() error {
 	}
 	e.cloudLog = f
 	log.SetOutput(f)
+	// KubeadmControlPlane's etcd client logs every dropped connection to a
+	// workload cluster's etcd member through gRPC's global logger.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, f, f))
 	return nil
 }
 
