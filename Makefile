@@ -97,7 +97,7 @@ test-ksm: ## Run the test of the kube-state-metrics configuration (config/kube-s
 	cd config/kube-state-metrics && $(GO) test -count=1 ./...
 
 .PHONY: demo
-demo: ## The pivot: a bootstrap cluster's fleet of 7 clusters moves into the management cluster it created; BACK=1 moves it back, KEEP=1 keeps both running.
+demo: ## The pivot: a bootstrap cluster's fleet of 9 clusters (2 of CAPD's in-memory provider) moves into the management cluster it created; BACK=1 moves it back, KEEP=1 keeps both running.
 	$(GO) build -o bin/demo ./test/demo
 	bin/demo
 

@@ -303,7 +303,7 @@ func (d *demo) setUp(ctx context.Context) error {
 // reconciled it and left it alone.
 func (d *demo) createFleet(ctx context.Context) (*fleet.Fleet, error) {
 	step(fmt.Sprintf("Creating a fleet of %d workload clusters in the bootstrap cluster",
-		selfHostedOptions.Clusters+fleetOptions.Clusters))
+		selfHostedOptions.Clusters+fleetOptions.Clusters+devFleetOptions.Clusters))
 	selfOpts, opts := selfHostedOptions, fleetOptions
 	selfOpts.Live = &fleet.Live{Cloud: d.env.Cloud, Workload: d.env.SelfHosted, ManagementCluster: d.env.Source.Name}
 	opts.Live = &fleet.Live{Cloud: d.env.Cloud, Workload: d.env.Workload, ManagementCluster: d.env.Source.Name}
