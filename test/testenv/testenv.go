@@ -105,17 +105,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
-	if opts.Controllers && !opts.CAPI {
-		return nil, errors.New("testenv: Controllers needs CAPI")
-	}
-	if opts.Hosts && !opts.CAPI {
-		return nil, errors.New("testenv: Hosts needs CAPI")
-	}
-	if opts.SelfHosted && !opts.Controllers {
-		return nil, errors.New("testenv: SelfHosted needs Controllers")
-	}
-	if opts.InMemory && !opts.CAPI {
-		return nil, errors.New("testenv: InMemory needs CAPI")
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	began := time.Now()
 	env := &Env{}
@@ -179,25 +170,45 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		}
 	}
 	env.StartupDuration = time.Since(began)
-	what := "two local management clusters"
-	if opts.CAPI {
-		what += " with Cluster API installed"
-	}
-	if opts.Controllers {
-		what += " and its controllers running"
-	}
-	if opts.Hosts {
-		what += ", with BareMetalHosts"
-	}
-	if opts.InMemory {
-		what += ", with CAPD's in-memory provider"
-	}
-	if opts.SelfHosted {
-		what += ", the target a workload cluster too"
-	}
-	opts.Logf("%s ready in %s (source %s, target %s)", what, env.StartupDuration.Round(time.Millisecond),
+	opts.Logf("%s ready in %s (source %s, target %s)", opts.describe(), env.StartupDuration.Round(time.Millisecond),
 		env.Source.StartupDuration.Round(time.Millisecond), env.Target.StartupDuration.Round(time.Millisecond))
 	return env, nil
+}
+
+// validate refuses options that need another they lack.
+func (o Options) validate() error {
+	switch {
+	case o.Controllers && !o.CAPI:
+		return errors.New("testenv: Controllers needs CAPI")
+	case o.Hosts && !o.CAPI:
+		return errors.New("testenv: Hosts needs CAPI")
+	case o.SelfHosted && !o.Controllers:
+		return errors.New("testenv: SelfHosted needs Controllers")
+	case o.InMemory && !o.CAPI:
+		return errors.New("testenv: InMemory needs CAPI")
+	}
+	return nil
+}
+
+// describe says what Start starts, for its progress line.
+func (o Options) describe() string {
+	what := "two local management clusters"
+	if o.CAPI {
+		what += " with Cluster API installed"
+	}
+	if o.Controllers {
+		what += " and its controllers running"
+	}
+	if o.Hosts {
+		what += ", with BareMetalHosts"
+	}
+	if o.InMemory {
+		what += ", with CAPD's in-memory provider"
+	}
+	if o.SelfHosted {
+		what += ", the target a workload cluster too"
+	}
+	return what
 }
 
 // startManagement starts one management cluster; with certs, its API
