@@ -98,52 +98,7 @@ func Discover(ctx context.Context, c client.Reader, ts *Types, opts DiscoverOpti
 	}
 	g := New(ts, opts.Namespaces)
 	namespaces := g.Namespaces()
-
-	// Lists run concurrently; the graph is built under one lock (adding is
-	// keyed by UID, so the order of the lists does not matter).
-	var mu sync.Mutex
-	add := func(obj client.Object) error {
-		mu.Lock()
-		defer mu.Unlock()
-		return g.Add(obj)
-	}
-	lists, listCtx := errgroup.WithContext(ctx)
-	lists.SetLimit(concurrency)
-	for _, typ := range ts.All() {
-		gk := typ.GVK.GroupKind()
-		listGVK := typ.GVK.GroupVersion().WithKind(typ.GVK.Kind + "List")
-		// Only these kinds need more than metadata: reading every other kind
-		// as metadata keeps large Secrets and specs off the wire and out of
-		// memory.
-		full := gk == ClusterGroupKind || gk == ClusterClassGroupKind || gk == ClusterResourceSetBindingGroupKind
-
-		scopes := []string{""}
-		if typ.Namespaced && len(namespaces) > 0 && gk != ClusterGroupKind {
-			scopes = namespaces
-		}
-		if gk == ClusterGroupKind {
-			mu.Lock()
-			g.MarkListed(gk, "")
-			mu.Unlock()
-		}
-		for _, ns := range scopes {
-			var listOpts []client.ListOption
-			if ns != "" {
-				listOpts = append(listOpts, client.InNamespace(ns))
-			}
-			size := pageSize
-			if full {
-				size = min(size, FullPageSize)
-			}
-			lists.Go(func() error {
-				if err := listPages(listCtx, c, listGVK, !full, size, listOpts, add); err != nil {
-					return fmt.Errorf("listing %s%s: %w", KindString(gk), inNamespace(ns), err)
-				}
-				return nil
-			})
-		}
-	}
-	if err := lists.Wait(); err != nil {
+	if err := listKinds(ctx, c, g, namespaces, pageSize, concurrency); err != nil {
 		return nil, err
 	}
 
@@ -156,6 +111,68 @@ func Discover(ctx context.Context, c client.Reader, ts *Types, opts DiscoverOpti
 		}
 	}
 	return g, nil
+}
+
+// listKinds adds to g every object of every kind of g's types in the
+// namespaces (all when there are none; the Clusters of all in any case),
+// with at most concurrency lists in flight: one after the other, they took
+// a restarted operator a second or two before its first write.
+func listKinds(ctx context.Context, c client.Reader, g *Graph, namespaces []string, pageSize int64, concurrency int) error {
+	// Lists run concurrently; the graph is built under one lock (adding is
+	// keyed by UID, so the order of the lists does not matter).
+	var mu sync.Mutex
+	add := func(obj client.Object) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return g.Add(obj)
+	}
+	lists, listCtx := errgroup.WithContext(ctx)
+	lists.SetLimit(concurrency)
+	for _, typ := range g.types.All() {
+		gk := typ.GVK.GroupKind()
+		listGVK := typ.GVK.GroupVersion().WithKind(typ.GVK.Kind + "List")
+		full := readWhole(gk)
+		size := pageSize
+		if full {
+			size = min(size, FullPageSize)
+		}
+		if gk == ClusterGroupKind {
+			mu.Lock()
+			g.MarkListed(gk, "")
+			mu.Unlock()
+		}
+		for _, ns := range listScopes(typ, namespaces) {
+			var listOpts []client.ListOption
+			if ns != "" {
+				listOpts = append(listOpts, client.InNamespace(ns))
+			}
+			lists.Go(func() error {
+				if err := listPages(listCtx, c, listGVK, !full, size, listOpts, add); err != nil {
+					return fmt.Errorf("listing %s%s: %w", KindString(gk), inNamespace(ns), err)
+				}
+				return nil
+			})
+		}
+	}
+	return lists.Wait()
+}
+
+// readWhole says whether the objects of a kind are read whole. Only these
+// kinds need more than metadata: reading every other kind as metadata
+// keeps large Secrets and specs off the wire and out of memory.
+func readWhole(gk schema.GroupKind) bool {
+	return gk == ClusterGroupKind || gk == ClusterClassGroupKind || gk == ClusterResourceSetBindingGroupKind
+}
+
+// listScopes returns the namespaces a kind is listed in, "" standing for
+// all of them (or for a cluster-scoped kind). Clusters are listed in every
+// namespace whatever moves, to know which of them still use a ClusterClass
+// that moves.
+func listScopes(typ *Type, namespaces []string) []string {
+	if typ.Namespaced && len(namespaces) > 0 && typ.GVK.GroupKind() != ClusterGroupKind {
+		return namespaces
+	}
+	return []string{""}
 }
 
 func inNamespace(ns string) string {

@@ -327,62 +327,84 @@ func (s *selector) blockReason(n *node) string {
 // (the templates of a kept ClusterClass stay with it, the Clusters that use
 // it do not).
 func (s *selector) keep() {
-	movedClusters := map[*node]bool{}
 	var stack []*node
-	keep := func(n *node, reason string) {
-		if s.kept[n] == "" {
-			s.kept[n] = reason
-			stack = append(stack, n)
-		}
-	}
-	for _, n := range s.nodes {
-		if s.moved[n] && n.isCluster() {
-			movedClusters[n] = true
-		}
-	}
 	for _, n := range s.nodes {
 		if !s.moved[n] {
 			continue
 		}
-		switch {
-		case n.global():
-			keep(n, "it is cluster-scoped")
-		case !s.g.inScope(n):
-			keep(n, "it is outside the moved namespaces")
+		if reason := s.keepReason(n); reason != "" && s.markKept(n, reason) {
+			stack = append(stack, n)
 		}
-		for _, t := range n.tenants {
-			if t.global() && s.moved[t] {
-				keep(n, fmt.Sprintf("it belongs to the cluster-scoped %s", t.ref))
-				break
-			}
+	}
+	s.spreadKept(stack)
+}
+
+// markKept records why n stays in the source, unless a reason is recorded
+// already: the first reason found is the one the plan gives. It reports
+// whether n was newly kept, so that the caller spreads the keeping from it
+// once.
+func (s *selector) markKept(n *node, reason string) bool {
+	if s.kept[n] != "" {
+		return false
+	}
+	s.kept[n] = reason
+	return true
+}
+
+// keepReason says why the moved object n stays in the source because of
+// what it is or what stays around it, or "" when nothing of itself keeps
+// it. The reasons are tried in the order the plan prefers to give them.
+func (s *selector) keepReason(n *node) string {
+	switch {
+	case n.global():
+		return "it is cluster-scoped"
+	case !s.g.inScope(n):
+		return "it is outside the moved namespaces"
+	}
+	for _, t := range n.tenants {
+		if t.global() && s.moved[t] {
+			return fmt.Sprintf("it belongs to the cluster-scoped %s", t.ref)
 		}
-		for _, child := range n.children {
-			if child.observed && !s.moved[child] {
-				keep(n, fmt.Sprintf("%s, which stays, depends on it", child.ref))
-				break
-			}
+	}
+	for _, child := range n.children {
+		if child.observed && !s.moved[child] {
+			return fmt.Sprintf("%s, which stays, depends on it", child.ref)
 		}
-		for _, owner := range n.owners {
-			if owner.observed && !s.moved[owner] {
-				keep(n, fmt.Sprintf("its owner %s stays", owner.ref))
-				break
-			}
+	}
+	for _, owner := range n.owners {
+		if owner.observed && !s.moved[owner] {
+			return fmt.Sprintf("its owner %s stays", owner.ref)
 		}
-		if s.sel.ClusterSelector != nil && forced(n) && len(n.tenants) == 0 {
-			keep(n, "it moves only because it is labelled to move, and Clusters that stay may use it")
+	}
+	if s.sel.ClusterSelector != nil && forced(n) && len(n.tenants) == 0 {
+		return "it moves only because it is labelled to move, and Clusters that stay may use it"
+	}
+	return ""
+}
+
+// spreadKept keeps, from the kept objects on the stack outwards, the moved
+// owners of a kept object (deleting them would let the garbage collector
+// delete it) and what it owns or references, except what belongs to a
+// moving Cluster's hierarchy.
+func (s *selector) spreadKept(stack []*node) {
+	movedClusters := map[*node]bool{}
+	for _, n := range s.nodes {
+		if s.moved[n] && n.isCluster() {
+			movedClusters[n] = true
 		}
 	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, owner := range slices.Concat(n.owners, n.softOwners) {
-			if s.moved[owner] {
-				keep(owner, fmt.Sprintf("%s, which stays, depends on it", n.ref))
+			if s.moved[owner] && s.markKept(owner, fmt.Sprintf("%s, which stays, depends on it", n.ref)) {
+				stack = append(stack, owner)
 			}
 		}
 		for _, child := range n.children {
-			if s.moved[child] && !child.isCluster() && !s.anyTenant(child, movedClusters) {
-				keep(child, fmt.Sprintf("it belongs to %s, which stays", n.ref))
+			if s.moved[child] && !child.isCluster() && !s.anyTenant(child, movedClusters) &&
+				s.markKept(child, fmt.Sprintf("it belongs to %s, which stays", n.ref)) {
+				stack = append(stack, child)
 			}
 		}
 	}
@@ -409,10 +431,31 @@ func (s *selector) groups() [][]*node {
 			n.mark = 0
 		}
 	}()
-	// What moved[i] depends on (its moved owners and soft owners) is
-	// deps[start[i]:start[i+1]].
-	start := make([]int32, len(moved)+1)
-	deps := make([]int32, 0, len(moved))
+	start, deps := s.dependencies(moved)
+	component, components := stronglyConnected(start, deps)
+	first, members := componentMembers(component, components)
+	level := componentLevels(start, deps, component, first, members)
+
+	var groups [][]*node
+	for i, n := range moved {
+		l := int(level[component[i]])
+		for len(groups) <= l {
+			groups = append(groups, nil)
+		}
+		groups[l] = append(groups[l], n)
+	}
+	// Nodes are already sorted, so every group is.
+	return groups
+}
+
+// dependencies returns what each moved node depends on (its moved owners
+// and soft owners), by position in moved: what moved[i] depends on is
+// deps[start[i]:start[i+1]]. One flat slice, not a slice per node, keeps
+// planning a fleet to a few allocations. The nodes' marks must be their
+// positions.
+func (s *selector) dependencies(moved []*node) (start, deps []int32) {
+	start = make([]int32, len(moved)+1)
+	deps = make([]int32, 0, len(moved))
 	for i, n := range moved {
 		for _, owners := range [][]*node{n.owners, n.softOwners} {
 			for _, o := range owners {
@@ -423,26 +466,36 @@ func (s *selector) groups() [][]*node {
 		}
 		start[i+1] = int32(len(deps))
 	}
-	component, components := stronglyConnected(start, deps)
+	return start, deps
+}
 
-	// The members of each component, by position: members[first[c]:first[c+1]].
-	first := make([]int32, components+1)
+// componentMembers lists the vertices of each strongly connected
+// component, so that a component's dependencies are found from its
+// members: the members of component c are members[first[c]:first[c+1]].
+func componentMembers(component []int32, components int32) (first, members []int32) {
+	first = make([]int32, components+1)
 	for _, c := range component {
 		first[c+1]++
 	}
 	for c := range components {
 		first[c+1] += first[c]
 	}
-	members := make([]int32, len(moved))
+	members = make([]int32, len(component))
 	next := slices.Clone(first[:components])
 	for v, c := range component {
 		members[next[c]] = int32(v)
 		next[c]++
 	}
+	return first, members
+}
 
-	// The level of a component is one more than the highest level of the
-	// components it depends on.
-	level := make([]int32, components)
+// componentLevels returns the level of each strongly connected component:
+// one more than the highest level of the components it depends on, so
+// that a component's group comes after those of everything it depends on.
+// A cycle's members share a component, so the dependencies inside it do
+// not count.
+func componentLevels(start, deps, component, first, members []int32) []int32 {
+	level := make([]int32, len(first)-1)
 	for c := range level {
 		level[c] = -1
 	}
@@ -462,16 +515,10 @@ func (s *selector) groups() [][]*node {
 		level[c] = l
 		return l
 	}
-	var groups [][]*node
-	for i, n := range moved {
-		l := int(levelOf(component[i]))
-		for len(groups) <= l {
-			groups = append(groups, nil)
-		}
-		groups[l] = append(groups[l], n)
+	for c := range level {
+		levelOf(int32(c))
 	}
-	// Nodes are already sorted, so every group is.
-	return groups
+	return level
 }
 
 // stronglyConnected numbers the strongly connected components of the graph
