@@ -193,55 +193,59 @@ var gitOpsKinds = []fixed{
 // every namespace, and the operator's roles are ClusterRoles.
 func Needs(m Move) []Need {
 	var out []Need
-	add := func(cluster movev1alpha1.ClusterRole, fs []fixed) {
-		for _, f := range fs {
-			ns := f.namespace
-			switch ns {
-			case inMoveNamespace:
-				ns = m.Namespace
-			case inClaimNamespace:
-				ns = m.ClaimNamespace
-			}
-			for _, r := range f.resources {
-				for _, v := range f.verbs {
-					out = append(out, Need{Cluster: cluster, Verb: v, Group: f.group, Resource: r, Namespace: ns})
-				}
+	out = append(out, fixedNeeds(m, movev1alpha1.ClusterSource, bothFixed)...)
+	out = append(out, fixedNeeds(m, movev1alpha1.ClusterTarget, bothFixed)...)
+	out = append(out, fixedNeeds(m, movev1alpha1.ClusterSource, sourceFixed)...)
+	out = append(out, fixedNeeds(m, movev1alpha1.ClusterTarget, targetFixed)...)
+	out = append(out, gitOpsNeeds(m)...)
+	out = append(out, kindNeeds(m)...)
+	return Compact(out)
+}
+
+// fixedNeeds returns the requests of the fixed needs fs in one cluster,
+// with their namespace placeholders replaced by m's namespaces.
+func fixedNeeds(m Move, cluster movev1alpha1.ClusterRole, fs []fixed) []Need {
+	var out []Need
+	for _, f := range fs {
+		ns := f.namespace
+		switch ns {
+		case inMoveNamespace:
+			ns = m.Namespace
+		case inClaimNamespace:
+			ns = m.ClaimNamespace
+		}
+		for _, r := range f.resources {
+			for _, v := range f.verbs {
+				out = append(out, Need{Cluster: cluster, Verb: v, Group: f.group, Resource: r, Namespace: ns})
 			}
 		}
 	}
-	add(movev1alpha1.ClusterSource, bothFixed)
-	add(movev1alpha1.ClusterTarget, bothFixed)
-	add(movev1alpha1.ClusterSource, sourceFixed)
-	add(movev1alpha1.ClusterTarget, targetFixed)
+	return out
+}
 
+// gitOpsNeeds returns the source's requests on the GitOps managers: they
+// are always read, and patched only when spec.gitOps asks to suspend them.
+func gitOpsNeeds(m Move) []Need {
 	gitOpsVerbs := []string{"get", "list"}
 	if m.GitOps == movev1alpha1.GitOpsSuspend {
 		gitOpsVerbs = append(gitOpsVerbs, "patch")
 	}
+	var out []Need
 	for _, k := range gitOpsKinds {
 		k.verbs = gitOpsVerbs
-		add(movev1alpha1.ClusterSource, []fixed{k})
+		out = append(out, fixedNeeds(m, movev1alpha1.ClusterSource, []fixed{k})...)
 	}
+	return out
+}
 
+// kindNeeds returns the requests on the kinds that move, in both clusters,
+// and on the kinds only the target has, which a rollback lists.
+func kindNeeds(m Move) []Need {
+	var out []Need
 	moved := map[[2]string]bool{}
 	for _, k := range m.SourceKinds {
 		moved[[2]string{k.Group, k.Resource}] = true
-		verbs := sourceObjectVerbs
-		if !k.Namespaced {
-			verbs = sourceGlobalVerbs
-		}
-		for _, v := range verbs {
-			out = append(out, Need{Cluster: movev1alpha1.ClusterSource, Verb: v, Group: k.Group, Resource: k.Resource})
-		}
-		for _, v := range targetObjectVerbs {
-			out = append(out, Need{Cluster: movev1alpha1.ClusterTarget, Verb: v, Group: k.Group, Resource: k.Resource})
-		}
-		if k.Group != "" {
-			// The status of a copy is written through the status
-			// subresource; the core kinds that move (Secrets,
-			// ConfigMaps) have none.
-			out = append(out, Need{Cluster: movev1alpha1.ClusterTarget, Verb: "patch", Group: k.Group, Resource: k.Resource + "/status"})
-		}
+		out = append(out, movedKindNeeds(k)...)
 	}
 	for _, k := range m.TargetKinds {
 		if moved[[2]string{k.Group, k.Resource}] || !k.Namespaced {
@@ -251,7 +255,31 @@ func Needs(m Move) []Need {
 			out = append(out, Need{Cluster: movev1alpha1.ClusterTarget, Verb: v, Group: k.Group, Resource: k.Resource})
 		}
 	}
-	return Compact(out)
+	return out
+}
+
+// movedKindNeeds returns the requests on one kind that moves: read and
+// removed in the source (only read and patched there when cluster-scoped),
+// written in the target.
+func movedKindNeeds(k Kind) []Need {
+	var out []Need
+	verbs := sourceObjectVerbs
+	if !k.Namespaced {
+		verbs = sourceGlobalVerbs
+	}
+	for _, v := range verbs {
+		out = append(out, Need{Cluster: movev1alpha1.ClusterSource, Verb: v, Group: k.Group, Resource: k.Resource})
+	}
+	for _, v := range targetObjectVerbs {
+		out = append(out, Need{Cluster: movev1alpha1.ClusterTarget, Verb: v, Group: k.Group, Resource: k.Resource})
+	}
+	if k.Group != "" {
+		// The status of a copy is written through the status
+		// subresource; the core kinds that move (Secrets,
+		// ConfigMaps) have none.
+		out = append(out, Need{Cluster: movev1alpha1.ClusterTarget, Verb: "patch", Group: k.Group, Resource: k.Resource + "/status"})
+	}
+	return out
 }
 
 // Operator returns what the operator needs in the source besides a move:
