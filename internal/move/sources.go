@@ -57,52 +57,15 @@ type kindNamespace struct {
 // objects in flight, never a whole group.
 func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[sourceItem] {
 	return func(yield func(sourceItem) bool) {
-		c.mu.Lock()
-		if c.planCounts == nil {
-			c.planCounts = map[kindNamespace]int{}
-			for _, o := range c.plan.Objects() {
-				c.planCounts[kindNamespace{o.GVK, o.Namespace}]++
-			}
-		}
-		planCounts := c.planCounts
-		c.mu.Unlock()
-
-		inGroup := map[kindNamespace]map[types.UID]*graph.Object{}
-		var pairs []kindNamespace
-		for _, o := range objects {
-			k := kindNamespace{o.GVK, o.Namespace}
-			if inGroup[k] == nil {
-				inGroup[k] = map[types.UID]*graph.Object{}
-				pairs = append(pairs, k)
-			}
-			inGroup[k][o.UID] = o
-		}
-
+		planCounts := c.kindCounts()
+		inGroup, pairs := byKindNamespace(objects)
 		for _, k := range pairs {
 			members := inGroup[k]
 			if len(members) < listMinimum || len(members)*listFraction < planCounts[k] {
 				continue
 			}
-			stopped := false
-			err := listFull(ctx, c.source, k.gvk, k.namespace, func(u *unstructured.Unstructured) bool {
-				o, ok := members[u.GetUID()]
-				if !ok {
-					return true
-				}
-				delete(members, u.GetUID())
-				if !yield(sourceItem{object: o, source: u}) {
-					stopped = true
-				}
-				return !stopped
-			})
-			if stopped {
+			if !c.yieldListed(ctx, k, members, yield) {
 				return
-			}
-			if err != nil {
-				// Read whatever the list did not deliver one by one; a
-				// source that is really unreachable fails there, per object.
-				log.FromContext(ctx).V(1).Info("listing the source failed, reading objects one by one",
-					"kind", graph.KindString(k.gvk.GroupKind()), "namespace", k.namespace, "error", err.Error())
 			}
 		}
 		// Objects not listed, or that a list did not return (their GET
@@ -115,6 +78,68 @@ func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[
 			}
 		}
 	}
+}
+
+// kindCounts returns how many of the plan's objects each kind and
+// namespace holds, counted once per Copier: every group's choice between a
+// list and GETs weighs its objects against them.
+func (c *Copier) kindCounts() map[kindNamespace]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.planCounts == nil {
+		c.planCounts = map[kindNamespace]int{}
+		for _, o := range c.plan.Objects() {
+			c.planCounts[kindNamespace{o.GVK, o.Namespace}]++
+		}
+	}
+	return c.planCounts
+}
+
+// byKindNamespace indexes a group's objects by kind and namespace, the
+// unit a list reads, and by UID, to match what a list returns; pairs are
+// the kinds and namespaces in the order the group first names them, so
+// that the reads keep to the group's order.
+func byKindNamespace(objects []*graph.Object) (inGroup map[kindNamespace]map[types.UID]*graph.Object, pairs []kindNamespace) {
+	inGroup = map[kindNamespace]map[types.UID]*graph.Object{}
+	for _, o := range objects {
+		k := kindNamespace{o.GVK, o.Namespace}
+		if inGroup[k] == nil {
+			inGroup[k] = map[types.UID]*graph.Object{}
+			pairs = append(pairs, k)
+		}
+		inGroup[k][o.UID] = o
+	}
+	return inGroup, pairs
+}
+
+// yieldListed lists the objects of one kind and namespace and yields
+// those among members, removing each from members as it is yielded, so
+// that what remains is read one by one afterwards. It returns false when
+// the consumer stopped; a list that fails is logged, what it did not
+// deliver left in members.
+func (c *Copier) yieldListed(ctx context.Context, k kindNamespace, members map[types.UID]*graph.Object, yield func(sourceItem) bool) bool {
+	stopped := false
+	err := listFull(ctx, c.source, k.gvk, k.namespace, func(u *unstructured.Unstructured) bool {
+		o, ok := members[u.GetUID()]
+		if !ok {
+			return true
+		}
+		delete(members, u.GetUID())
+		if !yield(sourceItem{object: o, source: u}) {
+			stopped = true
+		}
+		return !stopped
+	})
+	if stopped {
+		return false
+	}
+	if err != nil {
+		// Read whatever the list did not deliver one by one; a
+		// source that is really unreachable fails there, per object.
+		log.FromContext(ctx).V(1).Info("listing the source failed, reading objects one by one",
+			"kind", graph.KindString(k.gvk.GroupKind()), "namespace", k.namespace, "error", err.Error())
+	}
+	return true
 }
 
 // listFull lists the objects of a kind in a namespace ("" for all, or for a
