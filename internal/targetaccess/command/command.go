@@ -139,54 +139,23 @@ func (o *options) run(ctx context.Context, builtin []byte, report, stdout io.Wri
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", manifestName, err)
 	}
-	if o.secretName == "" {
-		return errors.New("--secret-name is empty: give the name the MoveOperation's spec.target.kubeconfigSecretRef.name will have")
-	}
-	if o.duration < targetaccess.MinDuration {
-		return fmt.Errorf("--duration %s is shorter than the TokenRequest API issues: give at least %s", o.duration, targetaccess.MinDuration)
+	if err := o.check(); err != nil {
+		return err
 	}
 	target, err := loadConfig(o.targetKubeconfig, o.targetContext)
 	if err != nil {
 		return fmt.Errorf("loading the target's kubeconfig: %w; point --target-kubeconfig (and --target-context) at the target cluster", err)
 	}
-
-	// The source is reached before anything is written to the target, so
-	// that a wrong --source-* or the same cluster twice stops the command
-	// before it grants anything.
-	var source client.Client
-	namespace := o.namespace
-	if !o.print {
-		sourceConfig, sourceNamespace, err := loadConfigAndNamespace(o.sourceKubeconfig, o.sourceContext)
-		if err != nil {
-			return fmt.Errorf("loading the source's kubeconfig: %w; point --source-kubeconfig (and --source-context) at the cluster the operator runs in, or give --print", err)
-		}
-		if namespace == "" {
-			namespace = sourceNamespace
-		}
-		if source, err = newClient(sourceConfig); err != nil {
-			return fmt.Errorf("connecting to the source (%s): %w", sourceConfig.Host, err)
-		}
-		if err := o.checkTwoClusters(ctx, source, target, sourceConfig.Host); err != nil {
-			return err
-		}
+	source, namespace, err := o.connectSource(ctx, target)
+	if err != nil {
+		return err
 	}
-	if namespace == "" {
-		namespace = "default"
-	}
-
 	for _, w := range o.warnings(target) {
 		fmt.Fprintf(report, "warning: %s\n", w)
 	}
-	kubeconfig, expires, err := targetaccess.Grant(ctx, target, manifest, targetaccess.Options{Duration: o.duration, Server: o.server})
+	kubeconfig, err := o.grant(ctx, target, manifest, manifestName, m, report)
 	if err != nil {
-		return fmt.Errorf("granting access to the target (%s): %w", target.Host, err)
-	}
-	fmt.Fprintf(report, "applied %s to the target (%s): %s\n", manifestName, target.Host, strings.Join(names(m), ", "))
-	fmt.Fprintf(report, "minted a token for %s, valid until %s (%s)\n",
-		targetaccess.Username(m.ServiceAccount), expires.UTC().Format(time.RFC3339), time.Until(expires).Round(time.Minute))
-	if short := o.duration - time.Until(expires); short > time.Minute {
-		fmt.Fprintf(report, "warning: the target's API server issued the token for %s less than --duration asked (its --service-account-max-token-expiration); run this command again before %s, or the move fails Unauthorized\n",
-			short.Round(time.Minute), expires.UTC().Format(time.RFC3339))
+		return err
 	}
 	if o.print {
 		out, err := secretYAML(namespace, o.secretName, o.key, kubeconfig)
@@ -202,6 +171,68 @@ func (o *options) run(ctx context.Context, builtin []byte, report, stdout io.Wri
 	fmt.Fprintf(report, "wrote the kubeconfig to Secret %s/%s, key %q, in the source: name it in the MoveOperation's spec.target.kubeconfigSecretRef\n",
 		namespace, o.secretName, o.key)
 	return nil
+}
+
+// check refuses the flags no grant can be made with, before either
+// cluster is reached.
+func (o *options) check() error {
+	if o.secretName == "" {
+		return errors.New("--secret-name is empty: give the name the MoveOperation's spec.target.kubeconfigSecretRef.name will have")
+	}
+	if o.duration < targetaccess.MinDuration {
+		return fmt.Errorf("--duration %s is shorter than the TokenRequest API issues: give at least %s", o.duration, targetaccess.MinDuration)
+	}
+	return nil
+}
+
+// connectSource returns a client of the source (nil with --print, which
+// reads nothing there) and the namespace of the Secret: --namespace, else
+// the source context's, else "default".
+//
+// The source is reached before anything is written to the target, so
+// that a wrong --source-* or the same cluster twice stops the command
+// before it grants anything.
+func (o *options) connectSource(ctx context.Context, target *rest.Config) (client.Client, string, error) {
+	var source client.Client
+	namespace := o.namespace
+	if !o.print {
+		sourceConfig, sourceNamespace, err := loadConfigAndNamespace(o.sourceKubeconfig, o.sourceContext)
+		if err != nil {
+			return nil, "", fmt.Errorf("loading the source's kubeconfig: %w; point --source-kubeconfig (and --source-context) at the cluster the operator runs in, or give --print", err)
+		}
+		if namespace == "" {
+			namespace = sourceNamespace
+		}
+		if source, err = newClient(sourceConfig); err != nil {
+			return nil, "", fmt.Errorf("connecting to the source (%s): %w", sourceConfig.Host, err)
+		}
+		if err := o.checkTwoClusters(ctx, source, target, sourceConfig.Host); err != nil {
+			return nil, "", err
+		}
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	return source, namespace, nil
+}
+
+// grant applies the manifest to the target and mints the token, reporting
+// what it did, and returns the kubeconfig. A token shorter-lived than
+// --duration asked is said: the move would fail Unauthorized once it
+// expires.
+func (o *options) grant(ctx context.Context, target *rest.Config, manifest []byte, manifestName string, m *targetaccess.Manifest, report io.Writer) ([]byte, error) {
+	kubeconfig, expires, err := targetaccess.Grant(ctx, target, manifest, targetaccess.Options{Duration: o.duration, Server: o.server})
+	if err != nil {
+		return nil, fmt.Errorf("granting access to the target (%s): %w", target.Host, err)
+	}
+	fmt.Fprintf(report, "applied %s to the target (%s): %s\n", manifestName, target.Host, strings.Join(names(m), ", "))
+	fmt.Fprintf(report, "minted a token for %s, valid until %s (%s)\n",
+		targetaccess.Username(m.ServiceAccount), expires.UTC().Format(time.RFC3339), time.Until(expires).Round(time.Minute))
+	if short := o.duration - time.Until(expires); short > time.Minute {
+		fmt.Fprintf(report, "warning: the target's API server issued the token for %s less than --duration asked (its --service-account-max-token-expiration); run this command again before %s, or the move fails Unauthorized\n",
+			short.Round(time.Minute), expires.UTC().Format(time.RFC3339))
+	}
+	return kubeconfig, nil
 }
 
 func (o *options) readManifest(builtin []byte) ([]byte, string, error) {
