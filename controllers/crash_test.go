@@ -26,7 +26,7 @@ import (
 // nothing paused. Every write of every phase is a crash point
 // (see crashSections: run j crashes before the j-th write of each section);
 // each run gets a fleet of its own instead of new clusters. The move
-// carries the status (spec.status Carry), so that the status writes are
+// carries the status (spec.objectStatusPolicy Carry), so that the status writes are
 // crash points too, and each copy must have its original's status.
 func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
 	ensureSetup(t)
@@ -61,8 +61,8 @@ func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize
 	// of a count and fell back would show in the controllers' replicas.
 	mo := newMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{
 		Target: targetRef("target"), Namespaces: f.Namespaces,
-		Controllers: movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](3)},
-		Status:      movev1alpha1.StatusCarry,
+		Controllers:        movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](3)},
+		ObjectStatusPolicy: movev1alpha1.ObjectStatusCarry,
 	})
 	resumer := startResumer(t, op, sections.options())
 	waitForPhase(t, mo, movev1alpha1.PhaseDone, within)

@@ -13,36 +13,25 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/planner"
 	"github.com/move-operator/move-operator/internal/planrecord"
 	"github.com/move-operator/move-operator/internal/preflight"
 	"github.com/move-operator/move-operator/internal/remote"
 )
 
-// buildPlan reads the source and plans the move by the rules.
+// buildPlan reads the source and plans the move of mo's selection
+// (package planner, the one place a move's plan is built).
 func (r *MoveOperationReconciler) buildPlan(ctx context.Context, mo *movev1alpha1.MoveOperation) (*graph.Plan, error) {
-	g, sel, err := r.readSource(ctx, mo)
+	sel, err := planner.SelectionOf(mo.Spec)
 	if err != nil {
 		return nil, err
 	}
-	return g.Plan(sel), nil
+	return r.planSource().Plan(ctx, sel, nil)
 }
 
-// readSource reads the graph of the source's objects the move may take, and
-// the selection of mo.
-func (r *MoveOperationReconciler) readSource(ctx context.Context, mo *movev1alpha1.MoveOperation) (*graph.Graph, graph.Selection, error) {
-	clusterSelector, err := clusterSelectorOf(mo)
-	if err != nil {
-		return nil, graph.Selection{}, err
-	}
-	ts, err := r.sourceTypes.Discover(ctx, r.Source)
-	if err != nil {
-		return nil, graph.Selection{}, fmt.Errorf("discovering the kinds to move: %w", err)
-	}
-	g, err := graph.Discover(ctx, r.Source, ts, graph.DiscoverOptions{Namespaces: mo.Spec.Namespaces})
-	if err != nil {
-		return nil, graph.Selection{}, fmt.Errorf("reading the objects to move: %w", err)
-	}
-	return g, graph.Selection{ClusterSelector: clusterSelector}, nil
+// planSource is the source cluster, as package planner reads it.
+func (r *MoveOperationReconciler) planSource() planner.Source {
+	return planner.Source{Reader: r.Source, Types: &r.sourceTypes}
 }
 
 // recordPlan returns the plan Copying creates: the recorded one when there
@@ -181,11 +170,15 @@ func (r *MoveOperationReconciler) planOfCopies(ctx context.Context, s *scope) (*
 // graph with the recorded plan without planning it again: a second plan
 // beside the recorded one set a large move's peak memory.
 func (r *MoveOperationReconciler) movedSetChanged(ctx context.Context, mo *movev1alpha1.MoveOperation, recorded *graph.Plan) (string, error) {
-	g, sel, err := r.readSource(ctx, mo)
+	sel, err := planner.SelectionOf(mo.Spec)
 	if err != nil {
 		return "", err
 	}
-	appeared, vanished := g.ChangesSince(recorded, sel)
+	g, err := r.planSource().Read(ctx, sel, nil)
+	if err != nil {
+		return "", err
+	}
+	appeared, vanished := g.ChangesSince(recorded, sel.Rules())
 	switch {
 	case len(appeared) > 0 && len(vanished) > 0:
 		return fmt.Sprintf("%s appeared and %s vanished in the source while the move copied", joinRefs(appeared), joinRefs(vanished)), nil

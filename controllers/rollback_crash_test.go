@@ -80,7 +80,7 @@ func runRollbackCrashPoint(t *testing.T, j int64, reference []sectionSize) []sec
 		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Millisecond}},
 		// Copies with their status are deleted as those without.
-		Status: movev1alpha1.StatusCarry,
+		ObjectStatusPolicy: movev1alpha1.ObjectStatusCarry,
 	})
 	resumer := startResumer(t, op, sections.options())
 	waitForPhase(t, mo, movev1alpha1.PhaseFailed, runBound(reference))

@@ -17,13 +17,6 @@ func (r *MoveOperationReconciler) excluded(role movev1alpha1.ClusterRole) []type
 	return nil
 }
 
-func clusterSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
-	if mo.Spec.ClusterSelector == nil {
-		return nil, nil
-	}
-	return metav1.LabelSelectorAsSelector(mo.Spec.ClusterSelector)
-}
-
 func controllerSelectorOf(mo *movev1alpha1.MoveOperation) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(mo.Spec.Controllers.SelectorOrDefault())
 }

@@ -25,8 +25,8 @@ const (
 	DefaultCopyTimeout = 10 * time.Minute
 	// DefaultFallbackReplicas is spec.controllers.fallbackReplicas' default.
 	DefaultFallbackReplicas int32 = 1
-	// DefaultStatusPolicy is spec.status' default.
-	DefaultStatusPolicy = StatusRebuild
+	// DefaultObjectStatusPolicy is spec.objectStatusPolicy's default.
+	DefaultObjectStatusPolicy = ObjectStatusRebuild
 )
 
 // ScaleDownTimeout is spec.timeouts.scaleDown, or its default.
@@ -63,18 +63,23 @@ func (c ControllersSpec) FallbackReplicasOrDefault() int32 {
 	return ptr.Deref(c.FallbackReplicas, DefaultFallbackReplicas)
 }
 
-// StatusPolicyOrDefault is spec.status, or its default.
-func (s MoveOperationSpec) StatusPolicyOrDefault() StatusPolicy {
-	if s.Status == "" {
-		return DefaultStatusPolicy
+// ObjectStatusPolicyOrDefault is spec.objectStatusPolicy, or the
+// deprecated spec.status when only that is set (a manifest written before
+// the rename), or the default. The CRD refuses the two set apart.
+func (s MoveOperationSpec) ObjectStatusPolicyOrDefault() ObjectStatusPolicy {
+	switch {
+	case s.ObjectStatusPolicy != "":
+		return s.ObjectStatusPolicy
+	case s.DeprecatedStatus != "":
+		return s.DeprecatedStatus
 	}
-	return s.Status
+	return DefaultObjectStatusPolicy
 }
 
 // CarriesStatus reports whether the move writes the source's status to
-// the copies (spec.status Carry).
+// the copies (spec.objectStatusPolicy Carry).
 func (s MoveOperationSpec) CarriesStatus() bool {
-	return s.StatusPolicyOrDefault() == StatusCarry
+	return s.ObjectStatusPolicyOrDefault() == ObjectStatusCarry
 }
 
 // durationOr is d, or fallback when d is unset (or not positive, which the

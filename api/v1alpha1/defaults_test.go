@@ -81,9 +81,25 @@ func TestTheDefaultsAreTheCRDs(t *testing.T) {
 			t.Errorf("Go default %d, CRD default %s", got, want)
 		}
 	})
-	t.Run("spec.status defaults to the CRD's value", func(t *testing.T) {
-		if got, want := (movev1alpha1.MoveOperationSpec{}).StatusPolicyOrDefault(), unquote(defaultOf("status")); string(got) != want {
-			t.Errorf("Go default %q, CRD default %q", got, want)
+	t.Run("spec.objectStatusPolicy has no CRD default, so that the deprecated spec.status can still choose", func(t *testing.T) {
+		if d := spec.Properties["objectStatusPolicy"].Default; d != nil {
+			t.Errorf("CRD default %s: a defaulted objectStatusPolicy would override a manifest's spec.status", d.Raw)
+		}
+		if _, ok := spec.Properties["objectStatusPolicy"]; !ok {
+			t.Fatal("the CRD has no spec.objectStatusPolicy")
+		}
+		if got := (movev1alpha1.MoveOperationSpec{}).ObjectStatusPolicyOrDefault(); got != movev1alpha1.ObjectStatusRebuild {
+			t.Errorf("unset: %q, want Rebuild", got)
+		}
+	})
+	t.Run("the deprecated spec.status chooses when objectStatusPolicy is unset, and objectStatusPolicy wins otherwise", func(t *testing.T) {
+		old := movev1alpha1.MoveOperationSpec{DeprecatedStatus: movev1alpha1.ObjectStatusCarry}
+		if got := old.ObjectStatusPolicyOrDefault(); got != movev1alpha1.ObjectStatusCarry || !old.CarriesStatus() {
+			t.Errorf("status: Carry alone gives %q", got)
+		}
+		both := movev1alpha1.MoveOperationSpec{ObjectStatusPolicy: movev1alpha1.ObjectStatusCarry, DeprecatedStatus: movev1alpha1.ObjectStatusCarry}
+		if !both.CarriesStatus() {
+			t.Errorf("both Carry do not carry")
 		}
 	})
 }

@@ -221,6 +221,18 @@ func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
 			want:   []string{"spec.gitOps", "Refuse", "Suspend", "Ignore"},
 		},
 		{
+			name: "the deprecated spec.status set apart from spec.objectStatusPolicy is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.ObjectStatusPolicy, s.DeprecatedStatus = movev1alpha1.ObjectStatusRebuild, movev1alpha1.ObjectStatusCarry
+			},
+			want: []string{"spec.status is the former name of spec.objectStatusPolicy", "set only spec.objectStatusPolicy"},
+		},
+		{
+			name:   "an unknown object status policy is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.ObjectStatusPolicy = "Keep" },
+			want:   []string{"spec.objectStatusPolicy", "Rebuild", "Carry"},
+		},
+		{
 			name:   "a zero block-move timeout is refused",
 			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.Timeouts.BlockMove = &metav1.Duration{} },
 			want:   []string{"spec.timeouts.blockMove", "must be a positive duration"},
@@ -240,6 +252,26 @@ func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A manifest written before spec.status was renamed spec.objectStatusPolicy
+// still applies, and still chooses: GitOps repositories keep old manifests.
+func TestAManifestWithTheFormerStatusFieldStillApplies(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	mo := newMoveOperation("former-status-field", validSpec())
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mo)
+	g.Expect(err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(movev1alpha1.GroupVersion.WithKind("MoveOperation"))
+	g.Expect(unstructured.SetNestedField(u.Object, "Carry", "spec", "status")).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, u)).To(Succeed(), "a manifest with spec.status must still apply")
+
+	got := &movev1alpha1.MoveOperation{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mo), got)).To(Succeed())
+	g.Expect(got.Spec.ObjectStatusPolicy).To(BeEmpty(), "objectStatusPolicy has no CRD default, which would hide spec.status")
+	g.Expect(got.Spec.ObjectStatusPolicyOrDefault()).To(Equal(movev1alpha1.ObjectStatusCarry))
+	g.Expect(got.Spec.CarriesStatus()).To(BeTrue())
 }
 
 func TestAMissingTargetIsRejected(t *testing.T) {

@@ -163,8 +163,8 @@ type MoveOperationSpec struct {
 	// +kubebuilder:default=Refuse
 	GitOps GitOpsPolicy `json:"gitOps,omitempty"`
 
-	// status says what the copies in the target start with as their status.
-	// Rebuild (the default, as clusterctl move does) creates them without
+	// objectStatusPolicy says what the copies in the target start with as
+	// their status. Rebuild (the default when unset, as clusterctl move does) creates them without
 	// it: the target's controllers compute it again from the spec and the
 	// infrastructure. Carry writes each moved object's status from the
 	// source to its copy, through the status subresource, before the
@@ -179,8 +179,14 @@ type MoveOperationSpec struct {
 	// status (see docs/benchmarks.md). Objects found in the target (global
 	// objects it already had) keep the target's status.
 	// +optional
-	// +kubebuilder:default=Rebuild
-	Status StatusPolicy `json:"status,omitempty"`
+	ObjectStatusPolicy ObjectStatusPolicy `json:"objectStatusPolicy,omitempty"`
+
+	// status is the former name of objectStatusPolicy, kept so that
+	// manifests written before the rename still apply.
+	// Deprecated: use objectStatusPolicy; setting both to different values
+	// is refused.
+	// +optional
+	DeprecatedStatus ObjectStatusPolicy `json:"status,omitempty"`
 
 	// timeouts bounds how long each wait of the move may take before the move
 	// fails (and, before the point of no return, rolls back).
@@ -206,17 +212,17 @@ const (
 	TargetValidationNone TargetValidation = "None"
 )
 
-// StatusPolicy says whether a move carries the status of the objects it
-// moves to their copies.
+// ObjectStatusPolicy says whether a move carries the status of the objects
+// it moves to their copies.
 // +kubebuilder:validation:Enum=Rebuild;Carry
-type StatusPolicy string
+type ObjectStatusPolicy string
 
 const (
-	// StatusRebuild creates the copies without status, as clusterctl move
+	// ObjectStatusRebuild creates the copies without status, as clusterctl move
 	// does: the target's controllers rebuild it.
-	StatusRebuild StatusPolicy = "Rebuild"
-	// StatusCarry writes the source's status to every copy.
-	StatusCarry StatusPolicy = "Carry"
+	ObjectStatusRebuild ObjectStatusPolicy = "Rebuild"
+	// ObjectStatusCarry writes the source's status to every copy.
+	ObjectStatusCarry ObjectStatusPolicy = "Carry"
 )
 
 // GitOpsPolicy is what a move does about GitOps managers of the objects it moves.
@@ -738,7 +744,8 @@ type MoveOperation struct {
 
 	// spec is the move asked for. It cannot be changed once created.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation) && has(self.gitOps) == has(oldSelf.gitOps) && (!has(self.gitOps) || self.gitOps == oldSelf.gitOps) && has(self.status) == has(oldSelf.status) && (!has(self.status) || self.status == oldSelf.status)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
+	// +kubebuilder:validation:XValidation:rule="!has(self.status) || !has(self.objectStatusPolicy) || self.status == self.objectStatusPolicy",message="spec.status is the former name of spec.objectStatusPolicy and the two differ: set only spec.objectStatusPolicy (Rebuild or Carry)"
+	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation) && has(self.gitOps) == has(oldSelf.gitOps) && (!has(self.gitOps) || self.gitOps == oldSelf.gitOps) && has(self.objectStatusPolicy) == has(oldSelf.objectStatusPolicy) && (!has(self.objectStatusPolicy) || self.objectStatusPolicy == oldSelf.objectStatusPolicy) && has(self.status) == has(oldSelf.status) && (!has(self.status) || self.status == oldSelf.status)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
 	Spec MoveOperationSpec `json:"spec"`
 
 	// status is what the operator observed and did.

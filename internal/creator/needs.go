@@ -7,6 +7,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/access"
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/planner"
 )
 
 // right is one thing a move does on its creator's behalf, as a
@@ -55,7 +56,7 @@ var (
 // how many namespaces and controllers it asks about one by one.
 func SpecNeeds(spec movev1alpha1.MoveOperationSpec, namespace string) []access.Need {
 	var out []access.Need
-	namespaces := spec.Namespaces
+	namespaces := planner.NamespacesOf(spec)
 	if len(namespaces) == 0 {
 		namespaces = []string{""} // every namespace
 	}

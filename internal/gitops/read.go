@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/listing"
 )
@@ -88,7 +88,7 @@ type Manager struct {
 	// Objects is how many moved objects it manages.
 	Objects int
 	// State is what it does: Reconciling, Suspended or NotFound.
-	State movev1.GitOpsManagerState
+	State movev1alpha1.GitOpsManagerState
 	// Manages are the managers of moved objects that it applies, for a
 	// manager of managers (an Argo CD app of apps), sorted.
 	Manages []Ref
@@ -109,7 +109,7 @@ type Manager struct {
 func Resolve(ctx context.Context, c client.Reader, managed []Managed) ([]Manager, error) {
 	versions := versionCache{}
 	byRef := map[Ref]*Manager{}
-	add := func(ref Ref, objects int, state movev1.GitOpsManagerState, child *Ref) (added bool) {
+	add := func(ref Ref, objects int, state movev1alpha1.GitOpsManagerState, child *Ref) (added bool) {
 		m, known := byRef[ref]
 		if !known {
 			m = &Manager{Ref: ref, State: state}
@@ -137,14 +137,14 @@ func Resolve(ctx context.Context, c client.Reader, managed []Managed) ([]Manager
 			return nil, err
 		}
 		if len(found) == 0 {
-			add(l.Ref, l.Objects, movev1.GitOpsNotFound, l.child)
+			add(l.Ref, l.Objects, movev1alpha1.GitOpsNotFound, l.child)
 			continue
 		}
 		k := kindOf(l.GroupKind)
 		for _, u := range found {
-			state := movev1.GitOpsReconciling
+			state := movev1alpha1.GitOpsReconciling
 			if k.suspended(u) {
-				state = movev1.GitOpsSuspended
+				state = movev1alpha1.GitOpsSuspended
 			}
 			ref := Ref{GroupKind: l.GroupKind, Namespace: u.GetNamespace(), Name: u.GetName()}
 			// Each manager is followed up once, which also ends cycles.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 // record is what OriginalGitOpsSyncAnnotation holds: the sync setting a
@@ -26,7 +26,7 @@ type record struct {
 }
 
 func readRecord(u *unstructured.Unstructured) (record, bool) {
-	raw, ok := u.GetAnnotations()[movev1.OriginalGitOpsSyncAnnotation]
+	raw, ok := u.GetAnnotations()[movev1alpha1.OriginalGitOpsSyncAnnotation]
 	if !ok {
 		return record{}, false
 	}
@@ -103,7 +103,7 @@ func Suspend(ctx context.Context, c client.Client, refs []Ref, operation string)
 			if annotations == nil {
 				annotations = map[string]string{}
 			}
-			annotations[movev1.OriginalGitOpsSyncAnnotation] = value
+			annotations[movev1alpha1.OriginalGitOpsSyncAnnotation] = value
 			u.SetAnnotations(annotations)
 		}
 		if err := k.suspend(u); err != nil {
@@ -156,7 +156,7 @@ func Restore(ctx context.Context, c client.Client, operation string) ([]Ref, err
 				}
 			}
 			annotations := u.GetAnnotations()
-			delete(annotations, movev1.OriginalGitOpsSyncAnnotation)
+			delete(annotations, movev1alpha1.OriginalGitOpsSyncAnnotation)
 			u.SetAnnotations(annotations)
 			if err := c.Patch(ctx, u, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 				return restored, fmt.Errorf("restoring the sync setting of %s: %w", ref, err)

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/graph/graphtest"
 )
@@ -303,7 +303,7 @@ func stray(gvk schema.GroupVersionKind, name string, owners ...metav1.OwnerRefer
 	return o
 }
 
-func excludedEntries(excluded []movev1.ExclusionCount) []string {
+func excludedEntries(excluded []movev1alpha1.ExclusionCount) []string {
 	var out []string
 	for _, e := range excluded {
 		out = append(out, e.Objects...)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 // ObjectRef identifies an object of a move. For an object the graph has seen,
@@ -183,7 +183,7 @@ func factsOf(obj client.Object, gk schema.GroupKind, intern func(string) string)
 	f.deleting = obj.GetDeletionTimestamp() != nil
 	f.finalizers = len(obj.GetFinalizers()) > 0
 	f.resourceVersion = obj.GetResourceVersion()
-	f.pausedBy = annotations[movev1.PausedByAnnotation]
+	f.pausedBy = annotations[movev1alpha1.PausedByAnnotation]
 	_, pausedAnnotation := annotations[PausedAnnotation]
 
 	u, _ := obj.(*unstructured.Unstructured)

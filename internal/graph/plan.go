@@ -119,6 +119,9 @@ type Plan struct {
 
 	types *Types
 	byUID map[types.UID]*Object
+	// required are namespaces the target must have even when no moved
+	// object is in them (see RequireNamespaces).
+	required []string
 }
 
 // Plan selects the objects to move and orders them. See the package
@@ -736,20 +739,43 @@ func (p *Plan) OfKind(kinds ...schema.GroupKind) []*Object {
 	return out
 }
 
-// Namespaces returns the namespaces of the moved objects, sorted: the
-// namespaces the target must have.
+// Namespaces returns the namespaces the target must have, sorted: those of
+// the moved objects, and those required whether or not anything moves from
+// them (see RequireNamespaces).
 func (p *Plan) Namespaces() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, o := range p.byUID {
-		if o.Namespace != "" && !seen[o.Namespace] {
-			seen[o.Namespace] = true
-			out = append(out, o.Namespace)
+	add := func(ns string) {
+		if ns != "" && !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
 		}
+	}
+	for _, o := range p.byUID {
+		add(o.Namespace)
+	}
+	for _, ns := range p.required {
+		add(ns)
 	}
 	slices.Sort(out)
 	return out
 }
+
+// RequireNamespaces makes the namespaces part of what the move takes even
+// when nothing in them moves: a namespace a move names exists in the
+// target after it, so that a move back naming the same namespaces finds
+// every one of them there.
+func (p *Plan) RequireNamespaces(namespaces []string) {
+	for _, ns := range namespaces {
+		if !slices.Contains(p.required, ns) {
+			p.required = append(p.required, ns)
+		}
+	}
+	slices.Sort(p.required)
+}
+
+// RequiredNamespaces returns the namespaces RequireNamespaces added, sorted.
+func (p *Plan) RequiredNamespaces() []string { return slices.Clone(p.required) }
 
 // Validate fails when the move would leave behind objects of a hierarchy
 // that moves because an owner does not move (see ExcludedOwnerNotMoved), and

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 // maxStatusWarnings is how many warnings MovePlan.Warnings can hold (its
@@ -19,13 +19,13 @@ const maxStatusWarnings = 100
 // Summary returns the plan as the MoveOperation status reports it. When there
 // are more warnings than the status can hold, the last one says how many
 // were left out.
-func (p *Plan) Summary() *movev1.MovePlan {
-	s := &movev1.MovePlan{
+func (p *Plan) Summary() *movev1alpha1.MovePlan {
+	s := &movev1alpha1.MovePlan{
 		Objects: clampInt32(p.Len()),
 		Groups:  clampInt32(len(p.Groups)),
 	}
 	for _, k := range p.Kinds() {
-		s.Kinds = append(s.Kinds, movev1.KindCount{Kind: k.Kind, Count: clampInt32(k.Count)})
+		s.Kinds = append(s.Kinds, movev1alpha1.KindCount{Kind: k.Kind, Count: clampInt32(k.Count)})
 	}
 	warnings := p.Warnings
 	if len(warnings) > maxStatusWarnings {
@@ -64,13 +64,13 @@ func clip(s string) string {
 
 // exclusionCounts counts the excluded objects per reason, in a fixed order
 // (what stops the move first), naming the first of each.
-func (p *Plan) exclusionCounts() []movev1.ExclusionCount {
+func (p *Plan) exclusionCounts() []movev1alpha1.ExclusionCount {
 	order := []ExclusionReason{ExcludedOwnerMissing, ExcludedOwnerNotMoved, ExcludedNotSelected, ExcludedNotInHierarchy}
-	byReason := map[ExclusionReason]*movev1.ExclusionCount{}
+	byReason := map[ExclusionReason]*movev1alpha1.ExclusionCount{}
 	for _, e := range p.Excluded {
 		c, ok := byReason[e.Reason]
 		if !ok {
-			c = &movev1.ExclusionCount{Reason: string(e.Reason)}
+			c = &movev1alpha1.ExclusionCount{Reason: string(e.Reason)}
 			byReason[e.Reason] = c
 			if !slices.Contains(order, e.Reason) {
 				order = append(order, e.Reason)
@@ -81,7 +81,7 @@ func (p *Plan) exclusionCounts() []movev1.ExclusionCount {
 			c.Objects = append(c.Objects, clip(fmt.Sprintf("%s: %s", e.ObjectRef, e.Message)))
 		}
 	}
-	var out []movev1.ExclusionCount
+	var out []movev1alpha1.ExclusionCount
 	for _, r := range order {
 		if c, ok := byReason[r]; ok {
 			out = append(out, *c)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 // before asserts that every "owner" object is created in an earlier group
@@ -914,7 +914,7 @@ func sorted(s []string) []string {
 
 func TestPlanChecks(t *testing.T) {
 	const op = "op-1"
-	pausedByUs := obj(gvkCluster, "ns1", "ours", field(true, "spec", "paused"), annotation(movev1.PausedByAnnotation, op))
+	pausedByUs := obj(gvkCluster, "ns1", "ours", field(true, "spec", "paused"), annotation(movev1alpha1.PausedByAnnotation, op))
 	pausedByOthers := obj(gvkCluster, "ns1", "theirs", field(true, "spec", "paused"))
 	pausedByAnnotation := obj(gvkClusterClass, "ns1", "cc", annotation(PausedAnnotation, ""))
 	otherOperation := obj(gvkCluster, "ns1", "other")
@@ -957,7 +957,7 @@ func TestSummaryAndPrint(t *testing.T) {
 		if s.Objects != 22 || s.Groups != 6 {
 			t.Errorf("summary has %d objects in %d groups, want 22 in 6", s.Objects, s.Groups)
 		}
-		want := []movev1.KindCount{
+		want := []movev1alpha1.KindCount{
 			{Kind: "Cluster.cluster.x-k8s.io", Count: 1},
 			{Kind: "KubeadmConfig.bootstrap.cluster.x-k8s.io", Count: 2},
 			{Kind: "KubeadmConfigTemplate.bootstrap.cluster.x-k8s.io", Count: 1},
@@ -974,7 +974,7 @@ func TestSummaryAndPrint(t *testing.T) {
 		if diff := cmp.Diff(want, s.Kinds); diff != "" {
 			t.Errorf("kinds differ (-want +got):\n%s", diff)
 		}
-		wantExcluded := []movev1.ExclusionCount{{Reason: "NotInHierarchy", Count: 1, Objects: []string{
+		wantExcluded := []movev1alpha1.ExclusionCount{{Reason: "NotInHierarchy", Count: 1, Objects: []string{
 			"ConfigMap ns1/loose: no Cluster, ClusterClass, ClusterResourceSet or move-hierarchy object owns it, and it is not labelled to move",
 		}}}
 		if diff := cmp.Diff(wantExcluded, s.Excluded); diff != "" {

@@ -133,7 +133,7 @@ func (c *Copier) CopyGroup(ctx context.Context, group int) (CopyResult, error) {
 	logger := log.FromContext(ctx).WithValues("group", group+1, "objects", len(objects))
 	logger.V(1).Info("copying group to the target")
 
-	if err := c.ensureNamespaces(ctx, objects); err != nil {
+	if err := c.ensureNamespaces(ctx, group, objects); err != nil {
 		return CopyResult{}, err
 	}
 	c.beginGroup(group)

@@ -311,23 +311,31 @@ func (c *Copier) foundUID(ctx context.Context, o *graph.Object) (types.UID, erro
 
 // ensureNamespaces creates the namespaces of a group's objects that the
 // target lacks, by the operation's field manager, so that a rollback knows
-// them as its own.
-func (c *Copier) ensureNamespaces(ctx context.Context, objects []*graph.Object) error {
+// them as its own. The first group also brings the namespaces the plan
+// requires with nothing in them to move (graph.Plan.RequireNamespaces).
+func (c *Copier) ensureNamespaces(ctx context.Context, group int, objects []*graph.Object) error {
+	var names []string
+	if group == 0 {
+		names = c.plan.RequiredNamespaces()
+	}
 	for _, o := range objects {
-		if o.Namespace == "" {
+		names = append(names, o.Namespace)
+	}
+	for _, name := range names {
+		if name == "" {
 			continue
 		}
 		c.mu.Lock()
-		known := c.namespaces[o.Namespace]
+		known := c.namespaces[name]
 		c.mu.Unlock()
 		if known {
 			continue
 		}
-		if err := EnsureNamespace(ctx, c.target, o.Namespace); err != nil {
+		if err := EnsureNamespace(ctx, c.target, name); err != nil {
 			return err
 		}
 		c.mu.Lock()
-		c.namespaces[o.Namespace] = true
+		c.namespaces[name] = true
 		c.mu.Unlock()
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 // FieldOwner is the field manager of every write an operation makes in the
@@ -42,6 +42,6 @@ func hasManager(obj metav1.Object, manager string) bool {
 // source object alone.
 func copyAnnotations(a map[string]string) map[string]string {
 	out := maps.Clone(a)
-	delete(out, movev1.CopiedToAnnotation)
+	delete(out, movev1alpha1.CopiedToAnnotation)
 	return out
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 )
 
@@ -63,7 +63,7 @@ func pauseOnce(ctx context.Context, c client.Client, ref graph.ObjectRef, operat
 	// otherwise changed) the object since it was read.
 	metadata := map[string]any{
 		"resourceVersion": obj.GetResourceVersion(),
-		"annotations":     map[string]any{movev1.PausedByAnnotation: operation},
+		"annotations":     map[string]any{movev1alpha1.PausedByAnnotation: operation},
 	}
 	patch := map[string]any{"metadata": metadata}
 	if isCluster {
@@ -96,7 +96,7 @@ func Unpause(ctx context.Context, c client.Client, ts *graph.Types, operation st
 			continue
 		}
 		err := listMetadata(ctx, c, typ.GVK, nil, func(obj client.Object) error {
-			if obj.GetAnnotations()[movev1.PausedByAnnotation] == operation {
+			if obj.GetAnnotations()[movev1alpha1.PausedByAnnotation] == operation {
 				toUnpause = append(toUnpause, graph.ObjectRef{GVK: typ.GVK, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()})
 			}
 			return nil
@@ -108,7 +108,7 @@ func Unpause(ctx context.Context, c client.Client, ts *graph.Types, operation st
 	err := forEach(ctx, toUnpause, opts.concurrency(), func(ctx context.Context, ref graph.ObjectRef) error {
 		metadata := map[string]any{
 			"uid":         ref.UID,
-			"annotations": map[string]any{movev1.PausedByAnnotation: nil},
+			"annotations": map[string]any{movev1alpha1.PausedByAnnotation: nil},
 		}
 		patch := map[string]any{"metadata": metadata}
 		if ref.GroupKind() == graph.ClusterGroupKind {

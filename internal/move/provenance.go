@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 )
 
@@ -36,7 +36,7 @@ func (p Provenance) String() string {
 
 // ProvenanceOf reads the provenance an earlier move recorded on obj.
 func ProvenanceOf(obj metav1.Object) (Provenance, bool) {
-	parts := strings.Split(obj.GetAnnotations()[movev1.CopiedToAnnotation], "/")
+	parts := strings.Split(obj.GetAnnotations()[movev1alpha1.CopiedToAnnotation], "/")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
 		return Provenance{}, false
 	}
@@ -119,12 +119,12 @@ func RecordCopies(ctx context.Context, source, target client.Client, targetID ty
 			}
 			return fmt.Errorf("reading %s in the source: %w", o.ObjectRef, err)
 		}
-		if src.GetUID() != o.UID || src.GetAnnotations()[movev1.CopiedToAnnotation] == value {
+		if src.GetUID() != o.UID || src.GetAnnotations()[movev1alpha1.CopiedToAnnotation] == value {
 			return nil
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"uid":         o.UID,
-			"annotations": map[string]any{movev1.CopiedToAnnotation: value},
+			"annotations": map[string]any{movev1alpha1.CopiedToAnnotation: value},
 		}})
 		if err != nil {
 			return err

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 func TestOnlyAnUnchangedCopyInTheSameTargetIsTakenAsAnEarlierCopy(t *testing.T) {
@@ -21,7 +21,7 @@ func TestOnlyAnUnchangedCopyInTheSameTargetIsTakenAsAnEarlierCopy(t *testing.T) 
 	}
 	record := func(src, copied *unstructured.Unstructured, target types.UID) *unstructured.Unstructured {
 		src = src.DeepCopy()
-		src.SetAnnotations(map[string]string{movev1.CopiedToAnnotation: Provenance{Target: target, Copy: copied.GetUID(), Content: ContentHash(copied)}.String()})
+		src.SetAnnotations(map[string]string{movev1alpha1.CopiedToAnnotation: Provenance{Target: target, Copy: copied.GetUID(), Content: ContentHash(copied)}.String()})
 		return src
 	}
 	src, copied := object("src-uid", "loop"), object("copy-uid", "loop")

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 )
 
@@ -84,7 +84,7 @@ func TestPauseReadsAgainAfterAConflict(t *testing.T) {
 		if err := c.Get(context.Background(), ref.Key(), cm); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := cm.Annotations[graph.PausedAnnotation]; !ok || cm.Annotations[movev1.PausedByAnnotation] != "op" {
+		if _, ok := cm.Annotations[graph.PausedAnnotation]; !ok || cm.Annotations[movev1alpha1.PausedByAnnotation] != "op" {
 			t.Errorf("annotations %v, want paused by op", cm.Annotations)
 		}
 	})

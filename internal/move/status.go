@@ -17,7 +17,7 @@ import (
 // CarryStatus makes the Copier write the source's status to the copy of
 // every object of the kinds carry reports (those with a status
 // subresource in the target; see graph.Type.StatusSubresource), for a move
-// with spec.status Carry. Without it, only a ClusterClass reconciled at its
+// with spec.objectStatusPolicy Carry. Without it, only a ClusterClass reconciled at its
 // generation gets its status (see reconciledStatus), as a move that
 // rebuilds status needs.
 //

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 const (
@@ -35,7 +35,7 @@ const (
 // holds: a call repeated with the same copies (a write whose answer was
 // lost, a resumed move) finds its ConfigMap there and changes nothing, and
 // no call takes away what an earlier one recorded.
-func SaveCopies(ctx context.Context, c client.Client, mo *movev1.MoveOperation, group int, uids []types.UID) error {
+func SaveCopies(ctx context.Context, c client.Client, mo *movev1alpha1.MoveOperation, group int, uids []types.UID) error {
 	var raw strings.Builder
 	for _, u := range uids {
 		raw.WriteString(string(u))
@@ -55,7 +55,7 @@ func SaveCopies(ctx context.Context, c client.Client, mo *movev1.MoveOperation, 
 			Name:      fmt.Sprintf("moveoperation-%s-copies-%d-%s", mo.UID, group, uidsHash(uids)),
 			Labels:    map[string]string{copiesOfLabel: string(mo.UID)},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: movev1.GroupVersion.String(), Kind: "MoveOperation", Name: mo.Name, UID: mo.UID,
+				APIVersion: movev1alpha1.GroupVersion.String(), Kind: "MoveOperation", Name: mo.Name, UID: mo.UID,
 			}},
 		},
 		BinaryData: map[string][]byte{copiesKey: buf.Bytes()},

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
 
 // TestRecordsOfCopiesAddUp records a group's copies batch by batch, a batch
@@ -19,7 +19,7 @@ import (
 func TestRecordsOfCopiesAddUp(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
-	mo := &movev1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "move", UID: "op-1"}}
+	mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "move", UID: "op-1"}}
 	for _, batch := range []struct {
 		group int
 		uids  []types.UID

@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 )
 
@@ -74,16 +74,19 @@ const (
 type part struct {
 	Kinds   []string `json:"kinds"` // "group/version/Kind"
 	Objects []entry  `json:"objects"`
+	// Namespaces are the namespaces the plan requires with nothing in them
+	// to move (graph.Plan.RequireNamespaces), in the first part only.
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Selector returns the labels that find the record of one MoveOperation.
 func Selector(operation types.UID) client.MatchingLabels {
-	return client.MatchingLabels{movev1.PlanOfLabel: string(operation)}
+	return client.MatchingLabels{movev1alpha1.PlanOfLabel: string(operation)}
 }
 
 // Save writes the record of plan for the MoveOperation mo, replacing an
 // incomplete one. Writing it again when it is complete changes nothing.
-func Save(ctx context.Context, c client.Client, mo *movev1.MoveOperation, plan *graph.Plan) error {
+func Save(ctx context.Context, c client.Client, mo *movev1alpha1.MoveOperation, plan *graph.Plan) error {
 	parts, err := encode(plan)
 	if err != nil {
 		return fmt.Errorf("recording the plan: %w", err)
@@ -108,13 +111,13 @@ func Save(ctx context.Context, c client.Client, mo *movev1.MoveOperation, plan *
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: mo.Namespace,
 				Name:      fmt.Sprintf("moveoperation-%s-plan-%d", mo.UID, i),
-				Labels:    map[string]string{movev1.PlanOfLabel: string(mo.UID)},
+				Labels:    map[string]string{movev1alpha1.PlanOfLabel: string(mo.UID)},
 				Annotations: map[string]string{
 					partAnnotation:  strconv.Itoa(i),
 					partsAnnotation: strconv.Itoa(len(parts)),
 				},
 				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: movev1.GroupVersion.String(), Kind: "MoveOperation", Name: mo.Name, UID: mo.UID,
+					APIVersion: movev1alpha1.GroupVersion.String(), Kind: "MoveOperation", Name: mo.Name, UID: mo.UID,
 				}},
 			},
 			BinaryData: map[string][]byte{chunkKey: data},
@@ -143,7 +146,7 @@ func Load(ctx context.Context, c client.Reader, namespace string, operation type
 			return nil, false, fmt.Errorf("reading the record of the plan in ConfigMap %s/%s: %w", namespace, existing[i].Name, err)
 		}
 	}
-	return graph.NewPlan(r.groups), true, nil
+	return r.plan(), true, nil
 }
 
 // Exists reports whether a complete record of the MoveOperation's plan is
@@ -193,7 +196,7 @@ func partIndex(cm *corev1.ConfigMap) int {
 // gzipped JSON.
 func encode(plan *graph.Plan) ([][]byte, error) {
 	var parts [][]byte
-	cur := part{}
+	cur := part{Namespaces: plan.RequiredNamespaces()}
 	kinds := map[schema.GroupVersionKind]int{}
 	flush := func() error {
 		data, err := compress(cur)
@@ -256,10 +259,18 @@ func compress(p part) ([]byte, error) {
 // (namespaces, keep reasons) are held once, not once per object as decoding
 // makes them.
 type reader struct {
-	groups [][]*graph.Object
+	groups     [][]*graph.Object
+	namespaces []string
 }
 
 func newReader() *reader { return &reader{} }
+
+// plan is the plan the parts read make.
+func (r *reader) plan() *graph.Plan {
+	plan := graph.NewPlan(r.groups)
+	plan.RequireNamespaces(r.namespaces)
+	return plan
+}
 
 // intern returns the canonical copy of s (package unique).
 func intern(s string) string { return unique.Make(s).Value() }
@@ -279,6 +290,7 @@ func (r *reader) decode(data []byte) error {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return err
 	}
+	r.namespaces = append(r.namespaces, p.Namespaces...)
 	gvks := make([]schema.GroupVersionKind, len(p.Kinds))
 	for i, k := range p.Kinds {
 		gv, kind, ok := cutLast(k)

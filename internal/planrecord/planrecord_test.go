@@ -45,7 +45,7 @@ func roundTrip(t *testing.T, parts [][]byte) *graph.Plan {
 			t.Fatalf("decode: %v", err)
 		}
 	}
-	return graph.NewPlan(r.groups)
+	return r.plan()
 }
 
 func TestARecordReadsBackAsThePlan(t *testing.T) {
@@ -73,6 +73,22 @@ func TestARecordReadsBackAsThePlan(t *testing.T) {
 		}
 		if got := roundTrip(t, parts); got.Len() != 0 {
 			t.Errorf("read back %d objects, want none", got.Len())
+		}
+	})
+	t.Run("the namespaces a plan requires with nothing in them read back", func(t *testing.T) {
+		objectsPerPart = 7
+		plan := testPlan(20)
+		plan.RequireNamespaces([]string{"empty-b", "ns", "empty-a"})
+		parts, err := encode(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := roundTrip(t, parts)
+		if diff := cmp.Diff([]string{"empty-a", "empty-b", "ns"}, got.RequiredNamespaces()); diff != "" {
+			t.Errorf("required namespaces read back differ (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"empty-a", "empty-b", "ns"}, got.Namespaces()); diff != "" {
+			t.Errorf("the namespaces the target must have differ (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("a large plan stays small", func(t *testing.T) {

@@ -9,13 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/access"
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/planner"
 	"github.com/move-operator/move-operator/internal/remote"
 )
 
@@ -67,9 +67,9 @@ type Env struct {
 
 	// Target is the target, once reachable.
 	Target *remote.Target
-	// ClusterSelector is spec.clusterSelector, once valid (nil: every
-	// Cluster).
-	ClusterSelector labels.Selector
+	// Selection is what the spec selects (planner.SelectionOf): its
+	// namespaces, and its Cluster selector once valid.
+	Selection planner.Selection
 	// SourceTypes and TargetTypes are the kinds that move, in each cluster.
 	SourceTypes, TargetTypes *graph.Types
 	// SourceTypesCache is the operator's cache of the source's kinds
@@ -173,11 +173,12 @@ func Run(ctx context.Context, e *Env, checks []Check) error {
 var readsOnlyWhatAccessNeeds = map[string]bool{"creator-policy": true, "creator": true, "selectors": true, "namespaces": true, "target": true, "kinds": true, "access": true}
 
 func checkSelectors(_ context.Context, e *Env) error {
-	sel, err := selectorOf(e.Spec.ClusterSelector)
+	sel, err := planner.SelectionOf(e.Spec)
+	e.Selection = sel
 	if err != nil {
-		e.find(movev1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.clusterSelector is not a valid label selector: %v", err))
+		e.find(movev1alpha1.ReasonInvalidSelector, err.Error())
 	} else {
-		e.ClusterSelector, e.selectorValid = sel, true
+		e.selectorValid = true
 	}
 	if e.Spec.Controllers.Selector != nil {
 		if _, err := metav1.LabelSelectorAsSelector(e.Spec.Controllers.Selector); err != nil {
@@ -187,15 +188,8 @@ func checkSelectors(_ context.Context, e *Env) error {
 	return nil
 }
 
-func selectorOf(s *metav1.LabelSelector) (labels.Selector, error) {
-	if s == nil {
-		return nil, nil
-	}
-	return metav1.LabelSelectorAsSelector(s)
-}
-
 func checkNamespaces(ctx context.Context, e *Env) error {
-	for _, ns := range e.Spec.Namespaces {
+	for _, ns := range e.Selection.Namespaces {
 		err := e.Source.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
 		switch {
 		case apierrors.IsNotFound(err):

@@ -11,6 +11,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/planner"
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -67,11 +68,11 @@ func checkPlan(ctx context.Context, e *Env) error {
 	if e.SourceTypes == nil || !e.selectorValid {
 		return nil
 	}
-	g, err := graph.Discover(ctx, e.Source, e.SourceTypes, graph.DiscoverOptions{Namespaces: e.Spec.Namespaces})
+	plan, err := planner.Source{Reader: e.Source, Types: e.SourceTypesCache}.Plan(ctx, e.Selection, e.SourceTypes)
 	if err != nil {
-		return fmt.Errorf("reading the objects to move: %w", err)
+		return err
 	}
-	e.Plan = g.Plan(graph.Selection{ClusterSelector: e.ClusterSelector})
+	e.Plan = plan
 	if err := e.Plan.Validate(); err != nil {
 		e.find(movev1alpha1.ReasonOrphanedObjects, err.Error()+"; move their owners too (widen spec.namespaces or spec.clusterSelector), or remove the objects")
 	}

@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// carryCost is what spec.status Carry cost at one fleet size, from the
+// carryCost is what spec.objectStatusPolicy Carry cost at one fleet size, from the
 // repetitions in which the operator moved a fleet both ways: each figure is
 // the median over those repetitions of the Carry move's against the
 // Rebuild move's of the same repetition, so that both met the same
@@ -32,7 +32,7 @@ type carryCost struct {
 func ownTargetPatches(r *result) float64 { return r.clientRequests["target"]["PATCH"] }
 
 // carryCosts states, for every fleet size at which the operator moved with
-// both spec.status policies, what Carry cost; none without -carry.
+// both spec.objectStatusPolicy policies, what Carry cost; none without -carry.
 func (r *report) carryCosts() []carryCost {
 	var out []carryCost
 	for _, n := range r.sizes() {

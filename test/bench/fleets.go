@@ -21,10 +21,10 @@ import (
 // The movers, by the names the report uses.
 const (
 	toolClusterctl = "clusterctl"
-	// toolOperator moves with spec.status left to its default, Rebuild.
+	// toolOperator moves with spec.objectStatusPolicy left to its default, Rebuild.
 	toolOperator = "operator"
 	// toolOperatorCarry is the same operator moving a fleet of its own with
-	// spec.status Carry (-carry): one more write per moved object that has
+	// spec.objectStatusPolicy Carry (-carry): one more write per moved object that has
 	// a status, measured against toolOperator's move in the same
 	// repetition.
 	toolOperatorCarry = "operator, Carry"
@@ -123,7 +123,7 @@ func moveOrder(rep int, m movers) []string {
 // movers says which movers a repetition runs, and where the baseline goes.
 type movers struct {
 	clusterctl, baseline bool
-	// carry adds the operator's move with spec.status Carry.
+	// carry adds the operator's move with spec.objectStatusPolicy Carry.
 	carry bool
 	// parity adds the parity floor (toolParity).
 	parity bool

@@ -116,7 +116,7 @@ func (b *bench) newMover(f benchFleet) mover {
 	case toolOperator:
 		return &operatorMover{b: b, f: f}
 	case toolOperatorCarry:
-		return &operatorMover{b: b, f: f, status: movev1alpha1.StatusCarry}
+		return &operatorMover{b: b, f: f, status: movev1alpha1.ObjectStatusCarry}
 	case toolParity:
 		return &baselineMover{b: b, f: f, parity: &parityWrites{carry: b.opts.carry, statusSubresource: b.clusters.statusSubresource}}
 	default:

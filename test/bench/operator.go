@@ -33,9 +33,9 @@ import (
 type operatorMover struct {
 	b *bench
 	f benchFleet
-	// status is the MoveOperation's spec.status; empty leaves it to its
+	// status is the MoveOperation's spec.objectStatusPolicy; empty leaves it to its
 	// default (Rebuild), as the default run has always measured it.
-	status  movev1alpha1.StatusPolicy
+	status  movev1alpha1.ObjectStatusPolicy
 	run     *installed.Running
 	metrics string
 	// pprof serves the operator's profiles (http://host:port).
@@ -230,7 +230,7 @@ func (m *operatorMover) move(ctx context.Context, r *result) error {
 		Spec: movev1alpha1.MoveOperationSpec{
 			Target:     movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: targetSecret}},
 			Namespaces: []string{m.f.namespace},
-			Status:     m.status,
+			ObjectStatusPolicy: m.status,
 		},
 	}
 	w, err := c.Watch(ctx, &movev1alpha1.MoveOperationList{}, client.InNamespace(moveNamespace),

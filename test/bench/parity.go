@@ -15,7 +15,7 @@ import (
 )
 
 // clusterClassKind is the one kind whose status the operator's default
-// move (spec.status Rebuild) writes to its copies, when the source was
+// move (spec.objectStatusPolicy Rebuild) writes to its copies, when the source was
 // reconciled at its generation: the Cluster webhook waits for it.
 var clusterClassKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "ClusterClass"}
 
@@ -28,7 +28,7 @@ var clusterClassKind = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluste
 // UID), without the operator's records, retries or waiting.
 type parityWrites struct {
 	// carry writes the status of every kind with a status subresource, as
-	// the operator's move with spec.status Carry does (-carry); without
+	// the operator's move with spec.objectStatusPolicy Carry does (-carry); without
 	// it only a reconciled ClusterClass's, as its default move does.
 	carry bool
 	// statusSubresource are the kinds that have one.

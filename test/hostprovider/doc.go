@@ -11,7 +11,7 @@
 // A host that arrives in the target without it is provisioned again, its
 // disk wiped under the running node (metal3-io/baremetal-operator#431,
 // kubernetes-sigs/cluster-api#2370). A move that carries the status
-// (MoveOperation spec.status Carry) keeps the host as it is; one that
+// (MoveOperation spec.objectStatusPolicy Carry) keeps the host as it is; one that
 // rebuilds it (Rebuild, as clusterctl) does not. This package reproduces
 // that and nothing else of Metal3.
 //

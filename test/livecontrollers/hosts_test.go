@@ -35,7 +35,7 @@ const (
 
 // TestAHostMovedWithoutItsStatusIsProvisionedAgainAndOneMovedWithItIsNot
 // moves BareMetalHosts, each provisioned for a worker's LoopMachine, once
-// with spec.status Rebuild and once with Carry. A host keeps in its status
+// with spec.objectStatusPolicy Rebuild and once with Carry. A host keeps in its status
 // alone what its disk holds and for whom, as Metal3's does: the target's
 // host controller provisions every host that arrives without it again,
 // wiping the node (metal3-io/baremetal-operator#431), and none that
@@ -126,7 +126,7 @@ func moveHosts(t *testing.T, op *mover.Operator, f *fleet.Fleet, name string, op
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Delete(context.Background(), mo) })
 	g.Expect(mo.Status.Phase).To(Equal(movev1alpha1.PhaseDone), "%s: %s", mo.Status.FailureReason, mo.Status.FailureMessage)
-	t.Logf("moved with spec.status %s in %s: %s", mo.Spec.Status, tl.Ended.Sub(tl.Began).Round(time.Millisecond), tl)
+	t.Logf("moved with spec.objectStatusPolicy %s in %s: %s", mo.Spec.ObjectStatusPolicyOrDefault(), tl.Ended.Sub(tl.Began).Round(time.Millisecond), tl)
 
 	activity := env.Target.CAPI.HostActivity()
 	g.Expect(activity).NotTo(BeNil(), "the target runs the host controller (testenv.Options.Hosts)")

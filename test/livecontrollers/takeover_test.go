@@ -44,7 +44,7 @@ const (
 	// starting.
 	moveBound = 6 * time.Minute
 	// reconcileBound is how long the target's controllers may take, after
-	// Done, to reconcile every moved object: with spec.status Rebuild the
+	// Done, to reconcile every moved object: with spec.objectStatusPolicy Rebuild the
 	// copies carry no status, so everything they report is theirs, after
 	// connecting to each workload cluster.
 	reconcileBound = 5 * time.Minute
@@ -89,17 +89,17 @@ var runningKinds = map[schema.GroupVersionKind]string{
 // copied and deleted, the target's controllers take the fleet over as it
 // is (no Machine, VM or bootstrap data made again, no rollout), and the
 // source's controllers, back up, leave it alone. It does so for both
-// spec.status policies: with Rebuild the copies arrive without status, as
+// spec.objectStatusPolicy values: with Rebuild the copies arrive without status, as
 // with clusterctl; with Carry they arrive with the source's, and the
 // bootstrap data of a MachinePool is not generated again either.
 func TestTheTargetsControllersTakeOverAMovedFleetWithoutChurn(t *testing.T) {
 	op := startOperator(t)
-	for _, policy := range []movev1alpha1.StatusPolicy{movev1alpha1.StatusRebuild, movev1alpha1.StatusCarry} {
+	for _, policy := range []movev1alpha1.ObjectStatusPolicy{movev1alpha1.ObjectStatusRebuild, movev1alpha1.ObjectStatusCarry} {
 		t.Run("status "+string(policy), func(t *testing.T) { takeOverAMovedFleet(t, op, policy) })
 	}
 }
 
-func takeOverAMovedFleet(t *testing.T, op *mover.Operator, policy movev1alpha1.StatusPolicy) {
+func takeOverAMovedFleet(t *testing.T, op *mover.Operator, policy movev1alpha1.ObjectStatusPolicy) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	prefix := "t" + strings.ToLower(string(policy[0])) + rand.String(4)
@@ -129,7 +129,7 @@ func takeOverAMovedFleet(t *testing.T, op *mover.Operator, policy movev1alpha1.S
 
 	moveCtx, cancel := context.WithTimeout(ctx, moveBound)
 	defer cancel()
-	tl, mo, err := op.Move(moveCtx, nil, "takeover-"+prefix, f.Namespaces, func(spec *movev1alpha1.MoveOperationSpec) { spec.Status = policy })
+	tl, mo, err := op.Move(moveCtx, nil, "takeover-"+prefix, f.Namespaces, func(spec *movev1alpha1.MoveOperationSpec) { spec.ObjectStatusPolicy = policy })
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Delete(context.Background(), mo) })
 	g.Expect(mo.Status.Phase).To(Equal(movev1alpha1.PhaseDone), "%s: %s", mo.Status.FailureReason, mo.Status.FailureMessage)
@@ -172,7 +172,7 @@ func takeOverAMovedFleet(t *testing.T, op *mover.Operator, policy movev1alpha1.S
 			// move did not carry only when its owner is a Machine (it reads
 			// spec.bootstrap.dataSecretName, which a MachinePool keeps under
 			// spec.template). Carrying the status is the remedy.
-			if policy == movev1alpha1.StatusCarry {
+			if policy == movev1alpha1.ObjectStatusCarry {
 				t.Errorf("target: the bootstrap controller rewrote a bootstrap Secret although the move carried the KubeadmConfigs' status: %s", w)
 			} else {
 				t.Logf("FINDING: the target's bootstrap controller rewrote a bootstrap Secret (status %s; Carry avoids it): %s", policy, w)

@@ -265,7 +265,7 @@ func lastWord(mo *movev1alpha1.MoveOperation) string {
 type SpecOption func(*movev1alpha1.MoveOperationSpec)
 
 // CarryStatus makes the move carry the status of what it moves
-// (spec.status Carry).
+// (spec.objectStatusPolicy Carry).
 func CarryStatus(spec *movev1alpha1.MoveOperationSpec) {
-	spec.Status = movev1alpha1.StatusCarry
+	spec.ObjectStatusPolicy = movev1alpha1.ObjectStatusCarry
 }

@@ -25,8 +25,8 @@ import (
 )
 
 // The movers. Every scenario runs with clusterctl and the operator as it
-// is installed (spec.status Rebuild, the default, as clusterctl moves);
-// the operator carrying status (spec.status Carry) runs only in the
+// is installed (spec.objectStatusPolicy Rebuild, the default, as clusterctl moves);
+// the operator carrying status (spec.objectStatusPolicy Carry) runs only in the
 // scenarios that ask for it (scenario.movers): clusterctl has no
 // counterpart, and elsewhere it would repeat the operator's row.
 const (

@@ -30,7 +30,7 @@ var (
 const workloadNodeUID = "0d1c3a52-workload-node"
 
 // TestCarryGivesEveryCopyItsSourceStatusWithMovedUIDsRewrittenAfterCrashesAtAnyStatusWrite
-// copies a fleet with spec.status Carry, crashing the copy before the
+// copies a fleet with spec.objectStatusPolicy Carry, crashing the copy before the
 // first, a middle and the last status write, each time resuming with a new
 // Copier as a restarted operator does, and checks that every copy has its
 // source's status, generations mapped to its own, and, where the status

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1 "github.com/move-operator/move-operator/api/v1alpha1"
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/preflight"
@@ -265,8 +265,8 @@ func TestPauseIsRecognisedAsThisOperations(t *testing.T) {
 		}
 	}
 	got, _ := get(ctx, source, clusterGVK, ns, "free")
-	if paused, _, _ := unstructured.NestedBool(got.Object, "spec", "paused"); !paused || got.GetAnnotations()[movev1.PausedByAnnotation] != op {
-		t.Errorf("Cluster spec.paused %t, paused-by %q; want true and %q", paused, got.GetAnnotations()[movev1.PausedByAnnotation], op)
+	if paused, _, _ := unstructured.NestedBool(got.Object, "spec", "paused"); !paused || got.GetAnnotations()[movev1alpha1.PausedByAnnotation] != op {
+		t.Errorf("Cluster spec.paused %t, paused-by %q; want true and %q", paused, got.GetAnnotations()[movev1alpha1.PausedByAnnotation], op)
 	}
 	// Rebuilt after pausing, the plan does not count this pause as someone else's.
 	if others := plan(t, ctx, source, []string{ns}, graph.Selection{}).PausedByOthers(op); len(others) != 0 {
@@ -279,7 +279,7 @@ func TestPauseIsRecognisedAsThisOperations(t *testing.T) {
 	if err := move.Pause(ctx, source, p, op, move.Options{}); err != nil {
 		t.Fatalf("Pause with a Cluster paused by someone else: %v", err)
 	}
-	if got, _ := get(ctx, source, clusterGVK, ns, "theirs"); got.GetAnnotations()[movev1.PausedByAnnotation] != "" {
+	if got, _ := get(ctx, source, clusterGVK, ns, "theirs"); got.GetAnnotations()[movev1alpha1.PausedByAnnotation] != "" {
 		t.Errorf("Pause marked someone else's pause as its own: %v", got.GetAnnotations())
 	}
 	n, err := move.Unpause(ctx, source, p.Types(), op, move.Options{})
@@ -287,7 +287,7 @@ func TestPauseIsRecognisedAsThisOperations(t *testing.T) {
 		t.Fatalf("Unpause: %d, %v; want 1 unpaused", n, err)
 	}
 	got, _ = get(ctx, source, clusterGVK, ns, "free")
-	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "paused"); found || got.GetAnnotations()[movev1.PausedByAnnotation] != "" {
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "paused"); found || got.GetAnnotations()[movev1alpha1.PausedByAnnotation] != "" {
 		t.Errorf("after Unpause the Cluster has spec.paused %t and annotations %v", found, got.GetAnnotations())
 	}
 	got, _ = get(ctx, source, clusterGVK, ns, "theirs")
