@@ -53,8 +53,8 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 // before it writes, rewrites them. The removal of the bypass goes by the
 // condition's name, whichever identity it names.
 //
-// It is a preamble (see needs): prepare calls it, for the phases and
-// sub-steps whose needs say so.
+// It is a preamble (see substeps.go): prepare calls it, for the phases
+// and sub-steps whose preamble says so.
 func (r *MoveOperationReconciler) followIdentities(ctx context.Context, s *scope, target *remote.Target) error {
 	run := r.runFor(s.mo.UID)
 	if !run.hasFinished(anyPhase, sourceIdentityFollowed) {

@@ -88,7 +88,7 @@ func TestCopyingCopiesOneGroupPerReconcileCountingItInTheStatusThenIsDone(t *tes
 		{want: expectation{kind: outcomeProgress}, groups: 3, objects: 4}, // the Machine
 		{want: expectation{kind: outcomeDone}, groups: 3, objects: 4},     // the source holds the same set, the controllers are still down
 	} {
-		o, err := f.reconcile(copyingPhase)
+		o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 		step.want.check(t, o, err)
 		var copied []objectRef
 		for _, group := range copiedByGroup[:step.groups] {
@@ -183,7 +183,7 @@ func TestCopyingRollsBackAtOnceWhenTheTargetOrTheSourceChangedUnderIt(t *testing
 			tc.change(f)
 			before := *f.mo.Status.Progress
 
-			o, err := f.reconcile(copyingPhase)
+			o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(before.CopiedGroups), "the failed group is not counted")
 			if tc.untouched != nil {
@@ -191,7 +191,7 @@ func TestCopyingRollsBackAtOnceWhenTheTargetOrTheSourceChangedUnderIt(t *testing
 			}
 
 			s := newScope(f.mo)
-			_, err = s.apply(copyingPhase, o)
+			_, err = s.apply(specOf(movev1alpha1.PhaseCopying), o)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(f.mo.Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack), "before the point of no return a failure rolls back")
 			g.Expect(f.mo.Status.FailureReason).To(Equal(tc.want.reason))
@@ -274,14 +274,14 @@ func TestAnErrorThatPersistsRollsCopyingBackOnlyOnceNothingWasCopiedForTheCopyTi
 			if tc.timeout > 0 {
 				f.mo.Spec.Timeouts.Copy = &metav1.Duration{Duration: tc.timeout}
 			}
-			o, err := f.reconcile(copyingPhase) // the run starts Copying
+			o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying)) // the run starts Copying
 			expectation{kind: outcomeProgress}.check(t, o, err)
 			f.elapse(tc.began)
 			f.copyGroups(tc.copied)
 			f.elapse(tc.since)
 			tc.refuse(f)
 
-			o, err = f.reconcile(copyingPhase)
+			o, err = f.reconcile(specOf(movev1alpha1.PhaseCopying))
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(tc.copied))
 		})
@@ -327,7 +327,7 @@ func TestATargetThatRefusesTheCredentialWaitsForANewOneInTheSecretAndCopiesOnWit
 			}
 			f.target.refuseWith(refuse)
 
-			o, err := f.reconcile(copyingPhase)
+			o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(int32(1)))
 			if !tc.rotate {
@@ -337,7 +337,7 @@ func TestATargetThatRefusesTheCredentialWaitsForANewOneInTheSecretAndCopiesOnWit
 			// The target accepts the new credential: the next reconcile
 			// copies the next group, keeping what was copied.
 			f.target.refuseWith(nil)
-			o, err = f.reconcile(copyingPhase)
+			o, err = f.reconcile(specOf(movev1alpha1.PhaseCopying))
 			expectation{kind: outcomeProgress}.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopiedGroups).To(Equal(int32(2)), "the copy goes on where it was")
 		})
@@ -401,7 +401,7 @@ func TestAnOperatorRestartedWhileCopyingRollsBackOnlyOnceItKeepsCopyingNothingFu
 				}
 			}
 
-			o, err := f.reconcile(copyingPhase)
+			o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 			tc.want.check(t, o, err)
 			g.Expect(f.mo.Status.Progress.CopyStarts).To(Equal(tc.starts+1), "each run counts its start before anything else")
 		})
@@ -443,7 +443,7 @@ func TestARestartedOperatorCopiesEveryGroupAgainAndCountsProgressOnlyOnceItCopie
 				return nil
 			})
 		}
-		o, err := f.reconcile(copyingPhase)
+		o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 		want.check(t, o, err)
 		p := f.mo.Status.Progress
 		g.Expect([]int32{p.CopiedGroups, p.CopyStarts}).To(Equal([]int32{step.groups, step.starts}), "reconcile %d: copiedGroups and copyStarts", i+1)
@@ -453,7 +453,7 @@ func TestARestartedOperatorCopiesEveryGroupAgainAndCountsProgressOnlyOnceItCopie
 			g.Expect(p.LastProgressTime).To(Equal(further), "copying again what was copied is not progress")
 		}
 	}
-	o, err := f.reconcile(copyingPhase)
+	o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 	expectation{kind: outcomeDone}.check(t, o, err)
 }
 
@@ -509,7 +509,7 @@ func TestARollbackRestoresTheSourceFirstThenDeletesFromTheTargetOnlyTheCopiesThi
 			reason := f.mo.Status.FailureReason
 			f.journal.reset()
 
-			o, err := f.reconcile(rollingBackPhase)
+			o, err := f.reconcile(specOf(movev1alpha1.PhaseRollingBack))
 			expectation{kind: outcomeDone}.check(t, o, err)
 
 			g.Expect(f.target.holds(t, tc.deleted...)).To(BeEmpty(), "what the move made is deleted from the target")
@@ -523,7 +523,7 @@ func TestARollbackRestoresTheSourceFirstThenDeletesFromTheTargetOnlyTheCopiesThi
 			}
 
 			s := newScope(f.mo)
-			_, err = s.apply(rollingBackPhase, o)
+			_, err = s.apply(specOf(movev1alpha1.PhaseRollingBack), o)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(f.mo.Status.Phase).To(Equal(movev1alpha1.PhaseFailed))
 			g.Expect(f.mo.Status.FailureReason).To(Equal(reason), "the failure that rolled the move back is kept")
@@ -539,13 +539,13 @@ func TestARollbackLeavesTheTargetAloneUntilTheSourcesControllersAreAvailable(t *
 	f.source.stallRollouts()
 	f.journal.reset()
 
-	o, err := f.reconcile(rollingBackPhase)
+	o, err := f.reconcile(specOf(movev1alpha1.PhaseRollingBack))
 	expectation{kind: outcomeWait, says: []string{"Source controllers not yet Available", "capi-system/capi-controller-manager"}}.check(t, o, err)
 	g.Expect(f.journal.index("target ", false)).To(Equal(-1), "nothing is written to the target while the source waits:\n%s", f.journal)
 	g.Expect(f.target.holds(t, theCluster, theMachineSet, theSecret)).To(HaveLen(3))
 
 	f.source.finishRollouts(t)
-	o, err = f.reconcile(rollingBackPhase)
+	o, err = f.reconcile(specOf(movev1alpha1.PhaseRollingBack))
 	expectation{kind: outcomeDone}.check(t, o, err)
 	g.Expect(f.target.holds(t, theCluster, theMachineSet, theSecret)).To(BeEmpty())
 }
@@ -562,12 +562,12 @@ func TestARollbackThatCannotClearTheTargetSaysTheSourceIsRestoredAndKeepsTheTarg
 		return nil
 	})
 
-	o, err := f.reconcile(rollingBackPhase)
+	o, err := f.reconcile(specOf(movev1alpha1.PhaseRollingBack))
 	expectation{retried: true, says: []string{"the source is restored; deleting what the move created in the target", "etcdserver: request timed out"}}.check(t, o, err)
 	g.Expect([]int32{f.source.replicas(t), f.target.replicas(t)}).To(Equal([]int32{1, 0}), "the source runs again; the target's controllers wait for its copies to go")
 
 	f.target.refuseWith(nil)
-	o, err = f.reconcile(rollingBackPhase)
+	o, err = f.reconcile(specOf(movev1alpha1.PhaseRollingBack))
 	expectation{kind: outcomeDone}.check(t, o, err)
 	g.Expect(f.target.holds(t, theCluster, theMachineSet, theSecret, theNamespace)).To(BeEmpty())
 	g.Expect(f.target.replicas(t)).To(Equal(int32(1)), "the target's controllers come back once its copies are gone")
@@ -583,14 +583,14 @@ func TestTheSourcesProvidersStartAsSoonAsTheTargetsAreScaledUpNotOnceTheyAreAvai
 	f.target.stallRollouts()
 	f.journal.reset()
 
-	o, err := f.reconcile(restoringTargetPhase)
+	o, err := f.reconcile(specOf(movev1alpha1.PhaseRestoringTarget))
 	expectation{kind: outcomeWait, says: []string{"Target controllers not yet Available"}}.check(t, o, err)
 	g.Expect(f.source.replicas(t)).To(Equal(int32(1)), "the source's provider starts while the target's is starting:\n%s", f.journal)
 	f.journal.expectBefore(t, "target patch Deployment", "source patch Deployment", "the target's providers are scaled up first")
 
 	// Looking again while the target's pods start scales nothing again.
 	f.journal.reset()
-	o, err = f.reconcile(restoringTargetPhase)
+	o, err = f.reconcile(specOf(movev1alpha1.PhaseRestoringTarget))
 	expectation{kind: outcomeWait}.check(t, o, err)
 	g.Expect(f.journal.index("source patch Deployment", false)).To(Equal(-1), "the source's providers are started once:\n%s", f.journal)
 }
@@ -620,7 +620,7 @@ func TestALookAtTheStoppedControllersListsThemOnceInEachCluster(t *testing.T) {
 		})
 	}
 
-	o, err := f.reconcile(restoringTargetPhase)
+	o, err := f.reconcile(specOf(movev1alpha1.PhaseRestoringTarget))
 	expectation{kind: outcomeWait, says: []string{"Target controllers not yet Available"}}.check(t, o, err)
 	mu.Lock()
 	// The first look of the run: the providers are listed, scaled up
@@ -639,7 +639,7 @@ func TestALookAtTheStoppedControllersListsThemOnceInEachCluster(t *testing.T) {
 
 	// Every later look of the wait: one list of the target's providers.
 	// The managers are those the run found already (see managersSeen).
-	o, err = f.reconcile(restoringTargetPhase)
+	o, err = f.reconcile(specOf(movev1alpha1.PhaseRestoringTarget))
 	expectation{kind: outcomeWait, says: []string{"Target controllers not yet Available"}}.check(t, o, err)
 	mu.Lock()
 	defer mu.Unlock()

@@ -4,7 +4,7 @@
 // events); what a move does to the clusters lives below internal/.
 //
 // The phases are the rows of one table (phases.go), one file each
-// (phase_<name>.go): a row names what the phase needs before its step (the
+// (phase_<name>.go): a row names what must hold before its step (the
 // target's client, the bypass following the operator's identities: see
 // substeps.go), its step as an ordered list of sub-steps, its successor,
 // where a failure or a deletion leads, and how long an error may last.

@@ -673,7 +673,7 @@ func (f *moveFixture) copyGroups(n int32) {
 		if p := f.mo.Status.Progress; p != nil && p.CopiedGroups >= n && !f.r.runFor(f.mo.UID).copyStarted.IsZero() {
 			return
 		}
-		o, err := f.reconcile(copyingPhase)
+		o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 		if err != nil || o.kind != outcomeProgress {
 			f.t.Fatalf("copying %d groups: got %+v, %v; want progress", n, o, err)
 		}
@@ -731,11 +731,11 @@ func (f *moveFixture) putTarget(obj client.Object) {
 // applies it as reconcilePhase does.
 func (f *moveFixture) reconcileAndApply() {
 	f.t.Helper()
-	o, err := f.reconcile(copyingPhase)
+	o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
 	if err != nil || o.kind != outcomeFail {
 		f.t.Fatalf("Copying reported %+v, %v; want a failure", o, err)
 	}
-	if _, err := newScope(f.mo).apply(copyingPhase, o); err != nil {
+	if _, err := newScope(f.mo).apply(specOf(movev1alpha1.PhaseCopying), o); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -18,13 +18,9 @@ import (
 )
 
 var copyingPhase = phaseSpec{
-	phase:           movev1alpha1.PhaseCopying,
-	condition:       movev1alpha1.ObjectsCopiedCondition,
-	steps:           copyingSteps,
-	next:            movev1alpha1.PhaseDeleting,
-	onFailure:       movev1alpha1.PhaseRollingBack,
-	onDelete:        deletionRollsBack,
-	controllersDown: downInBoth,
+	phase:     movev1alpha1.PhaseCopying,
+	condition: movev1alpha1.ObjectsCopiedCondition,
+	steps:     copyingSteps,
 	// Counted from the last progress: a large move copies for longer than
 	// the bound, but never makes no progress for that long.
 	errorBound: &errorBound{
@@ -116,7 +112,7 @@ func (r *MoveOperationReconciler) startCopyRun(_ context.Context, s *scope) (out
 var copyingSteps = []subStep{
 	// Before anything else of this run, the target included.
 	{name: "count the run", finished: func(run *run) bool { return !run.copyStarted.IsZero() }, do: (*MoveOperationReconciler).startCopyRun},
-	{name: "follow the target", needs: bothBypasses, do: (*MoveOperationReconciler).followTarget},
+	{name: "follow the target", preamble: bothBypasses, do: (*MoveOperationReconciler).followTarget},
 	{name: "record the plan", finished: func(run *run) bool { return run.copyPlan != nil }, do: (*MoveOperationReconciler).startCopying},
 	{name: "count the progress", do: (*MoveOperationReconciler).countCopyProgress},
 	// Repeats, one group per reconcile, until none is left.

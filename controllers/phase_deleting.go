@@ -11,12 +11,9 @@ import (
 )
 
 var deletingPhase = phaseSpec{
-	phase:           movev1alpha1.PhaseDeleting,
-	condition:       movev1alpha1.ObjectsDeletedCondition,
-	steps:           deletingSteps,
-	next:            movev1alpha1.PhaseRestoringTarget,
-	onDelete:        deletionFinishes,
-	controllersDown: downInBoth,
+	phase:     movev1alpha1.PhaseDeleting,
+	condition: movev1alpha1.ObjectsDeletedCondition,
+	steps:     deletingSteps,
 }
 
 // deletingSteps delete the moved objects from the source, last group

@@ -9,11 +9,8 @@ import (
 )
 
 var pendingPhase = phaseSpec{
-	phase:     movev1alpha1.PhasePending,
-	steps:     []subStep{{name: "claim the source", do: (*MoveOperationReconciler).reconcilePending}},
-	next:      movev1alpha1.PhaseValidating,
-	onFailure: movev1alpha1.PhaseFailed,
-	onDelete:  deletionReleases,
+	phase: movev1alpha1.PhasePending,
+	steps: []subStep{{name: "claim the source", do: (*MoveOperationReconciler).reconcilePending}},
 }
 
 // reconcilePending starts the move once it holds the claim on the source

@@ -15,11 +15,8 @@ import (
 var recordingPhase = phaseSpec{
 	phase:     movev1alpha1.PhaseRecording,
 	condition: movev1alpha1.ControllersRecordedCondition,
-	needs:     targetOnly,
+	preamble:  targetOnly,
 	steps:     recordingSteps,
-	next:      movev1alpha1.PhaseScalingDown,
-	onFailure: movev1alpha1.PhaseRollingBack,
-	onDelete:  deletionRollsBack,
 	// Nothing is stopped yet, but the move holds the source's claim and
 	// may have suspended GitOps managers, and a target that went away
 	// would otherwise keep it here for ever.

@@ -13,10 +13,8 @@ import (
 var restoringSourcePhase = phaseSpec{
 	phase:     movev1alpha1.PhaseRestoringSource,
 	condition: movev1alpha1.SourceRestoredCondition,
-	needs:     sourceBypass,
+	preamble:  sourceBypass,
 	steps:     []subStep{{name: "restore the source", do: (*MoveOperationReconciler).reconcileRestoringSource}},
-	next:      movev1alpha1.PhaseDone,
-	onDelete:  deletionFinishes,
 }
 
 // reconcileRestoringSource brings the source's controllers back, and notes

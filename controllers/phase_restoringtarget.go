@@ -13,8 +13,6 @@ var restoringTargetPhase = phaseSpec{
 	phase:     movev1alpha1.PhaseRestoringTarget,
 	condition: movev1alpha1.TargetRestoredCondition,
 	steps:     restoringTargetSteps,
-	next:      movev1alpha1.PhaseRestoringSource,
-	onDelete:  deletionFinishes,
 }
 
 // restoringTargetSteps bring the target's controllers back, then remove
@@ -31,7 +29,7 @@ var restoringTargetPhase = phaseSpec{
 var restoringTargetSteps = []subStep{
 	// The webhooks of a provider its user keeps at zero let the operator
 	// through until the last step: its identity now, if it changed.
-	{name: "restore the target", needs: bothBypasses, do: (*MoveOperationReconciler).restoreTarget},
+	{name: "restore the target", preamble: bothBypasses, do: (*MoveOperationReconciler).restoreTarget},
 	{name: "start the source's providers", once: true, runs: unlessError, do: (*MoveOperationReconciler).startSourceProviders},
 	{name: "restart the source past the timeout", runs: ifUnfinished, do: (*MoveOperationReconciler).restartSourcePastTimeout},
 }

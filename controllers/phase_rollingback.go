@@ -15,10 +15,7 @@ var rollingBackPhase = phaseSpec{
 	phase:               movev1alpha1.PhaseRollingBack,
 	condition:           movev1alpha1.RolledBackCondition,
 	steps:               rollingBackSteps,
-	next:                movev1alpha1.PhaseFailed,
-	onDelete:            deletionFinishes,
 	stallsWithoutTarget: true,
-	controllersDown:     targetDownWhileCleared,
 }
 
 // rollingBackSteps undo a move that failed before the point of no return.
@@ -30,12 +27,12 @@ var rollingBackPhase = phaseSpec{
 // finds it restored, the target's clearing finds nothing of the move's
 // left); the last looks at the target on every reconcile.
 var rollingBackSteps = []subStep{
-	{name: sourceRestored, needs: sourceBypass, once: true, do: (*MoveOperationReconciler).restoreSourceInRollback},
+	{name: sourceRestored, preamble: sourceBypass, once: true, do: (*MoveOperationReconciler).restoreSourceInRollback},
 	// What the move created in the target is deleted through the webhooks
 	// of its stopped controllers: the bypass must name the identity the
 	// target's credential has now.
-	{name: targetCleared, needs: bothBypasses, once: true, do: (*MoveOperationReconciler).clearTarget},
-	{name: "restore the target", needs: bothBypasses, do: (*MoveOperationReconciler).restoreTargetInRollback},
+	{name: targetCleared, preamble: bothBypasses, once: true, do: (*MoveOperationReconciler).clearTarget},
+	{name: "restore the target", preamble: bothBypasses, do: (*MoveOperationReconciler).restoreTargetInRollback},
 }
 
 // The names of the sub-steps controllersDown looks at.

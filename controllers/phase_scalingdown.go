@@ -16,12 +16,8 @@ var scalingDownPhase = phaseSpec{
 	// A move resumed by an operator that runs as another identity, or
 	// with a target credential of another identity, moves the bypass
 	// there first.
-	needs:           bothBypasses,
-	steps:           scaleDownSteps,
-	next:            movev1alpha1.PhaseCopying,
-	onFailure:       movev1alpha1.PhaseRollingBack,
-	onDelete:        deletionRollsBack,
-	controllersDown: downInBoth,
+	preamble: bothBypasses,
+	steps:    scaleDownSteps,
 	// The wait for block-move and the one for the pods to go, together.
 	errorBound: &errorBound{
 		timeouts: "spec.timeouts.blockMove + spec.timeouts.scaleDown", reason: movev1alpha1.ReasonScaleDownTimeout, stuck: "still failed after",

@@ -15,13 +15,13 @@ import (
 )
 
 var validatingPhase = phaseSpec{
-	phase:               movev1alpha1.PhaseValidating,
-	condition:           movev1alpha1.ValidatedCondition,
+	phase:     movev1alpha1.PhaseValidating,
+	condition: movev1alpha1.ValidatedCondition,
+	// One sub-step runs the preflight checks (internal/preflight) as a list
+	// of their own: every check runs on every look, so that one reconcile
+	// reports every finding at once, where sub-steps stop at the first
+	// that does not finish.
 	steps:               []subStep{{name: "check", do: (*MoveOperationReconciler).reconcileValidating}},
-	next:                movev1alpha1.PhaseRecording,
-	nextInDryRun:        movev1alpha1.PhaseDone,
-	onFailure:           movev1alpha1.PhaseFailed,
-	onDelete:            deletionReleases,
 	stallsWithoutTarget: true,
 }
 

@@ -13,12 +13,13 @@ import (
 
 // The phase table. Each phase has a file of its own (phase_<name>.go) with
 // its row and the functions of its sub-steps: the row names the condition
-// the phase sets, what it needs before its step (needs), its step as an
-// ordered list of sub-steps (see substeps.go), the phase that follows it,
-// where a failure in it leads, what deleting the MoveOperation does in it,
-// how long an error may last there and where the move's controllers are
-// down. reconcilePhase, reconcileDelete, scope.fail and setConditions read
-// the table; nothing else names a phase's successor.
+// the phase sets, what must hold before its step (its preamble), its step
+// as an ordered list of sub-steps (see substeps.go) and how long an error
+// may last there. Where each phase leads (its successor, where a failure
+// leads, what deleting the MoveOperation does, where the move's
+// controllers are down) is the routes table below, on one screen.
+// reconcilePhase, reconcileDelete, scope.fail and setConditions read the
+// table; nothing else names a phase's successor.
 
 // stepFunc performs one sub-step of a phase and says what happened.
 type stepFunc func(r *MoveOperationReconciler, ctx context.Context, s *scope) (outcome, error)
@@ -38,19 +39,34 @@ const (
 	deletionFinishes
 )
 
-// phaseSpec is one row of the phase table.
+// phaseSpec is one row of the phase table: what a phase does, in its
+// file, and where it leads, from the routes below.
 type phaseSpec struct {
 	phase movev1alpha1.MovePhase
 	// condition is the step condition the phase sets ("" for Pending and
 	// the terminal phases).
 	condition string
-	// needs is the phase's preamble, made to hold before each reconcile
-	// of its step (see prepare): the target's client, the bypass
-	// following the operator's identities.
-	needs needs
+	// preamble is made to hold before each reconcile of the phase's step
+	// (see prepare): the target's client, the bypass following the
+	// operator's identities.
+	preamble preamble
 	// steps perform the phase, in order (see runSubSteps); none for the
 	// terminal phases.
 	steps []subStep
+	// stallsWithoutTarget is set where a target that cannot be used as
+	// given (its Secret, its kubeconfig) needs a human (Stalled=True);
+	// elsewhere it is waited for.
+	stallsWithoutTarget bool
+	// errorBound, when set, is how long the step's error may last before
+	// the move fails (see errorBound); nil where errors are retried for
+	// as long as they last.
+	errorBound *errorBound
+
+	route
+}
+
+// route is where a phase leads: the state machine's part of a row.
+type route struct {
 	// next is the phase entered when the step is done; nextInDryRun, when
 	// set, replaces it in a dry run.
 	next, nextInDryRun movev1alpha1.MovePhase
@@ -61,19 +77,31 @@ type phaseSpec struct {
 	onFailure movev1alpha1.MovePhase
 	// onDelete is what deleting the MoveOperation does in the phase.
 	onDelete deletion
-	// stallsWithoutTarget is set where a target that cannot be used as
-	// given (its Secret, its kubeconfig) needs a human (Stalled=True);
-	// elsewhere it is waited for.
-	stallsWithoutTarget bool
-	// errorBound, when set, is how long the step's error may last before
-	// the move fails (see errorBound); nil where errors are retried for
-	// as long as they last.
-	errorBound *errorBound
 	// controllersDown says, in a cluster, whether every controller the
 	// move stopped is meant to be at zero in the phase, so that every
 	// webhook they serve must let the operator through (see
 	// reassertBypassAfter); nil where none is.
 	controllersDown func(run *run, role movev1alpha1.ClusterRole) bool
+}
+
+// routes is the state machine on one screen: for each phase, where
+// it goes when its step is done, where a failure leads ("" stalls for a
+// human: nothing can be undone there), what deleting the MoveOperation
+// does, and where the controllers the move stopped are down. Nothing else
+// names a phase's successor.
+var routes = map[movev1alpha1.MovePhase]route{
+	movev1alpha1.PhasePending:     {next: movev1alpha1.PhaseValidating, onFailure: movev1alpha1.PhaseFailed, onDelete: deletionReleases},
+	movev1alpha1.PhaseValidating:  {next: movev1alpha1.PhaseRecording, nextInDryRun: movev1alpha1.PhaseDone, onFailure: movev1alpha1.PhaseFailed, onDelete: deletionReleases},
+	movev1alpha1.PhaseRecording:   {next: movev1alpha1.PhaseScalingDown, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack},
+	movev1alpha1.PhaseScalingDown: {next: movev1alpha1.PhaseCopying, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
+	movev1alpha1.PhaseCopying:     {next: movev1alpha1.PhaseDeleting, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
+	// ======== the point of no return: nothing after it rolls back ========
+	movev1alpha1.PhaseDeleting:        {next: movev1alpha1.PhaseRestoringTarget, onDelete: deletionFinishes, controllersDown: downInBoth},
+	movev1alpha1.PhaseRestoringTarget: {next: movev1alpha1.PhaseRestoringSource, onDelete: deletionFinishes},
+	movev1alpha1.PhaseRestoringSource: {next: movev1alpha1.PhaseDone, onDelete: deletionFinishes},
+	movev1alpha1.PhaseRollingBack:     {next: movev1alpha1.PhaseFailed, onDelete: deletionFinishes, controllersDown: targetDownWhileCleared},
+	movev1alpha1.PhaseDone:            {onDelete: deletionReleases},
+	movev1alpha1.PhaseFailed:          {onDelete: deletionReleases},
 }
 
 // errorBound bounds how long a step may keep failing: before the point of
@@ -140,6 +168,7 @@ func init() {
 	}
 	phaseTable = make(map[movev1alpha1.MovePhase]phaseSpec, len(phaseOrder))
 	for _, p := range phaseOrder {
+		p.route = routes[p.phase]
 		phaseTable[p.phase] = p
 	}
 }

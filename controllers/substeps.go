@@ -17,9 +17,9 @@ import (
 // subStep is one entry of a phase's steps.
 type subStep struct {
 	name string
-	// needs is what the sub-step needs besides what the row's needs gave
-	// (see prepare).
-	needs needs
+	// preamble is what must hold for the sub-step besides what the row's
+	// preamble gave (see prepare).
+	preamble preamble
 	// How its progress is known, one of three ways:
 	//   - finished, when set, says from what the run already holds (the
 	//     recorded plan, the next group to copy) whether it is done: the
@@ -59,10 +59,10 @@ const (
 	ifUnfinished
 )
 
-// needs is the preamble of a phase (the row's needs) or of a sub-step:
-// what must hold before it runs. prepare applies it, the one place that
+// preamble is what must hold before a phase's step (the row's preamble)
+// or a sub-step runs. prepare applies it, the one place that
 // does, before each sub-step, so that no step asks for it itself.
-type needs struct {
+type preamble struct {
 	// target: the target's client, in scope.target (see target: when it
 	// cannot be used, the phase waits, stalls or fails as its row says).
 	target bool
@@ -74,19 +74,19 @@ type needs struct {
 
 var (
 	// targetOnly: the target's client, before the bypass exists.
-	targetOnly = needs{target: true}
+	targetOnly = preamble{target: true}
 	// sourceBypass: the bypass in the source follows the operator's
 	// identity; the target is not needed.
-	sourceBypass = needs{identities: true}
+	sourceBypass = preamble{identities: true}
 	// bothBypasses: the target's client, and the bypass in both clusters
 	// follows the operator's identity.
-	bothBypasses = needs{target: true, identities: true}
+	bothBypasses = preamble{target: true, identities: true}
 )
 
 // prepare makes what n says hold: it gets the target's client once per
 // reconcile, and follows the operator's identities (once per client, see
 // followIdentities). Anything but done() says why the step cannot run now.
-func (r *MoveOperationReconciler) prepare(ctx context.Context, s *scope, n needs) (outcome, error) {
+func (r *MoveOperationReconciler) prepare(ctx context.Context, s *scope, n preamble) (outcome, error) {
 	if n.target && s.target == nil {
 		target, o, err := r.target(ctx, s)
 		if err != nil || !o.isDone() {
@@ -108,7 +108,7 @@ func (r *MoveOperationReconciler) prepare(ctx context.Context, s *scope, n needs
 
 // runPhase runs a row's step: its preamble, then its sub-steps.
 func (r *MoveOperationReconciler) runPhase(ctx context.Context, s *scope, spec phaseSpec) (outcome, error) {
-	if o, err := r.prepare(ctx, s, spec.needs); err != nil || !o.isDone() {
+	if o, err := r.prepare(ctx, s, spec.preamble); err != nil || !o.isDone() {
 		return o, err
 	}
 	return r.runSubSteps(ctx, s, spec.phase, spec.steps)
@@ -133,9 +133,9 @@ func (r *MoveOperationReconciler) runSubSteps(ctx context.Context, s *scope, pha
 	return o, err
 }
 
-// runSubStep applies a sub-step's needs, then does it.
+// runSubStep makes a sub-step's preamble hold, then does it.
 func (r *MoveOperationReconciler) runSubStep(ctx context.Context, s *scope, st subStep) (outcome, error) {
-	if o, err := r.prepare(ctx, s, st.needs); err != nil || !o.isDone() {
+	if o, err := r.prepare(ctx, s, st.preamble); err != nil || !o.isDone() {
 		return o, err
 	}
 	o, err := st.do(r, ctx, s)
