@@ -33,8 +33,8 @@ import (
 	"github.com/move-operator/move-operator/controllers"
 	"github.com/move-operator/move-operator/internal/claim"
 	"github.com/move-operator/move-operator/internal/creator"
+	"github.com/move-operator/move-operator/internal/identity"
 	"github.com/move-operator/move-operator/internal/move"
-	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
 	targetaccesscmd "github.com/move-operator/move-operator/internal/targetaccess/command"
 )
@@ -154,45 +154,16 @@ func runTargetAccess(args []string) int {
 	return 1
 }
 
+// run starts the manager with the MoveOperation reconciler, and blocks
+// until it stops.
 func run(opts options) error {
-	var tlsOpts []func(*tls.Config)
-	if !opts.enableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
-	}
-	metricsOpts := metricsserver.Options{
-		BindAddress:   opts.metricsAddr,
-		SecureServing: opts.secureMetrics,
-		TLSOpts:       tlsOpts,
-	}
-	if opts.secureMetrics {
-		// Only callers the API server authenticates and authorizes for
-		// "get /metrics" may read the metrics.
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-
 	restConfig := ctrl.GetConfigOrDie()
 	restConfig.QPS = float32(opts.qps)
 	restConfig.Burst = opts.burst
-
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsOpts,
-		HealthProbeBindAddress:  opts.probeAddr,
-		PprofBindAddress:        opts.pprofAddr,
-		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        "move-operator.move.cluster.x-k8s.io",
-		LeaderElectionNamespace: opts.leaderElectionNamespace,
-		// A new leader must not start while the old one may still write: the
-		// move's crash safety relies on one writer at a time.
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &opts.leaseDuration,
-		RenewDeadline:                 &opts.renewDeadline,
-		RetryPeriod:                   &opts.retryPeriod,
-	})
+	mgr, err := newManager(opts, restConfig)
 	if err != nil {
 		return err
 	}
-
 	// The source is read and written without a cache: a move reads each
 	// object once, and informers for every Cluster API kind would hold the
 	// whole management state in memory.
@@ -223,25 +194,62 @@ func run(opts options) error {
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
 		return err
 	}
-
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-
-	// Who the API server takes the manager for is the identity the RBAC of
-	// dist/install.yaml must be bound to, and the one its webhook bypass
-	// will name: say it once, up front.
-	identity := "unknown"
-	if who, err := quiesce.WhoAmI(context.Background(), source); err != nil {
-		setupLog.Info("could not learn the manager's identity in the source; a move learns it again", "error", err.Error())
-	} else {
-		identity = who.Username
-	}
-	setupLog.Info("starting manager", "identity", identity, "operatorDeployment", self.String(), "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
+	setupLog.Info("starting manager", "identity", usernameIn(source), "operatorDeployment", self.String(), "leaderElection", opts.leaderElect, "concurrency", opts.concurrency)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// newManager builds the controller-runtime manager: metrics served as the
+// flags say, and leader election that lets a new leader start only once
+// the old one has stopped writing.
+func newManager(opts options, restConfig *rest.Config) (ctrl.Manager, error) {
+	var tlsOpts []func(*tls.Config)
+	if !opts.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.metricsAddr,
+		SecureServing: opts.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if opts.secureMetrics {
+		// Only callers the API server authenticates and authorizes for
+		// "get /metrics" may read the metrics.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "move-operator.move.cluster.x-k8s.io",
+		LeaderElectionNamespace: opts.leaderElectionNamespace,
+		// A new leader must not start while the old one may still write: the
+		// move's crash safety relies on one writer at a time.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.leaseDuration,
+		RenewDeadline:                 &opts.renewDeadline,
+		RetryPeriod:                   &opts.retryPeriod,
+	})
+}
+
+// usernameIn is who the API server takes the manager for: the identity
+// the RBAC of dist/install.yaml must be bound to, and the one its webhook
+// bypass will name, said once, up front ("unknown" when it cannot be
+// learnt now: a move learns it again).
+func usernameIn(source client.Client) string {
+	who, err := identity.WhoAmI(context.Background(), source)
+	if err != nil {
+		setupLog.Info("could not learn the manager's identity in the source; a move learns it again", "error", err.Error())
+		return "unknown"
+	}
+	return who.Username
 }
 
 // inClusterNamespaceFile holds the namespace of a pod's ServiceAccount.

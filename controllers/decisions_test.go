@@ -597,7 +597,7 @@ func TestTheSourcesProvidersStartAsSoonAsTheTargetsAreScaledUpNotOnceTheyAreAvai
 
 // TestALookAtTheStoppedControllersListsThemOnceInEachCluster: a wait reads
 // the Deployments of the controllers it waits for with one LIST per
-// cluster and look (quiesce.Look), not a GET each, and
+// cluster and look (look.New), not a GET each, and
 // takes the answer to the patch that scaled one for what it is now.
 func TestALookAtTheStoppedControllersListsThemOnceInEachCluster(t *testing.T) {
 	g := NewWithT(t)

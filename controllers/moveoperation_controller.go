@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -187,40 +186,6 @@ func (r *MoveOperationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return res, nil
 }
 
-// lastError is the last error reported for a MoveOperation, and whether
-// its repetition was reported as an event.
-type lastError struct {
-	message  string
-	repeated bool
-}
-
-// reportError counts every error (move_operator_reconcile_errors_total),
-// logs it the first time it comes, and records a Warning
-// event the first time it comes again in a row: a step that keeps failing
-// the same way is what a user looking at a stuck move needs to see, once,
-// in the MoveOperation's events. mo is nil when the MoveOperation could
-// not be read.
-func (r *MoveOperationReconciler) reportError(ctx context.Context, key types.NamespacedName, mo *movev1alpha1.MoveOperation, err error) {
-	phase := ""
-	if mo != nil {
-		phase = string(phaseOf(mo))
-	}
-	reconcileErrors.WithLabelValues(phase).Inc()
-	msg := err.Error()
-	v, _ := r.lastErrors.Load(key)
-	last, _ := v.(lastError)
-	if last.message != msg {
-		r.lastErrors.Store(key, lastError{message: msg})
-		log.FromContext(ctx).Info("retrying after an error", "error", msg)
-		return
-	}
-	log.FromContext(ctx).V(1).Info("retrying after the same error", "error", msg)
-	if !last.repeated && mo != nil {
-		r.event(mo, "Warning", movev1alpha1.ReasonRetrying, string(phaseOf(mo)), "retrying after the same error twice: "+msg)
-		r.lastErrors.Store(key, lastError{message: msg, repeated: true})
-	}
-}
-
 func (r *MoveOperationReconciler) reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	mo := &movev1alpha1.MoveOperation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mo); err != nil {
@@ -316,22 +281,6 @@ func (r *MoveOperationReconciler) removeFinalizer(ctx context.Context, mo *movev
 	controllerutil.RemoveFinalizer(mo, movev1alpha1.MoveOperationFinalizer)
 	if err := r.Client.Patch(ctx, mo, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer from MoveOperation %s/%s: %w", mo.Namespace, mo.Name, err)
-	}
-	return nil
-}
-
-// patchStatus writes the status with an optimistic lock: a reconcile that
-// started from a stale copy must not write an older phase over a newer one.
-func (r *MoveOperationReconciler) patchStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(s.base.Status, s.mo.Status) {
-		return nil // nothing new: polling reconciles write nothing
-	}
-	patch := client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, s.mo, patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status of MoveOperation %s/%s: %w", s.mo.Namespace, s.mo.Name, err)
 	}
 	return nil
 }

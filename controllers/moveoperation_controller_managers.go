@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/look"
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -65,14 +66,14 @@ func (r *MoveOperationReconciler) selectControllers(ctx context.Context, s *scop
 
 // oneLook returns c for one look at the Deployments of the controllers
 // this move stops in a cluster: their reads are answered by one LIST of
-// those spec.controllers.selector matches (quiesce.Look),
+// those spec.controllers.selector matches (look.New),
 // not by a GET each. Make one per look: it never lists again.
 func oneLook(s *scope, c client.Client) (client.Client, error) {
 	selector, err := controllerSelectorOf(s.mo)
 	if err != nil {
 		return nil, err
 	}
-	return quiesce.Look(c, selector), nil
+	return look.New(c, selector), nil
 }
 
 // managersSeen names the managers to stop in one cluster (managersOf),

@@ -1,11 +1,15 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 )
@@ -131,4 +135,20 @@ func setProgressSummary(mo *movev1alpha1.MoveOperation) {
 	if p := mo.Status.Progress; p != nil {
 		p.Summary = fmt.Sprintf("%d/%d", p.Copied, p.Total)
 	}
+}
+
+// patchStatus writes the status with an optimistic lock: a reconcile that
+// started from a stale copy must not write an older phase over a newer one.
+func (r *MoveOperationReconciler) patchStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(s.base.Status, s.mo.Status) {
+		return nil // nothing new: polling reconciles write nothing
+	}
+	patch := client.MergeFromWithOptions(s.base, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, s.mo, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status of MoveOperation %s/%s: %w", s.mo.Namespace, s.mo.Name, err)
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
-	"github.com/move-operator/move-operator/internal/access"
 )
 
 // The phase table. Each phase has a file of its own (phase_<name>.go) with
@@ -207,43 +206,6 @@ func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) 
 		return s.applyError(spec, err)
 	}
 	return s.apply(spec, o)
-}
-
-// applyError handles a step's error, the one place that does: an
-// authorizer's refusal fails the move at once (deniedOutcome); any other
-// error is retried with the controller's backoff, and said in the status
-// meanwhile.
-func (s *scope) applyError(spec phaseSpec, err error) (ctrl.Result, error) {
-	if o, denied := deniedOutcome(err); denied {
-		return s.apply(spec, o)
-	}
-	s.waiting = fmt.Sprintf("retrying after an error: %v", err)
-	return ctrl.Result{}, err
-}
-
-// retryDenied is how soon a move stalled on a denied request (past the
-// point of no return, or rolling back) tries again: a human adds the rule.
-const retryDenied = 30 * time.Second
-
-// deniedOutcome turns an authorizer's refusal (RBAC changed during the
-// move, or a rule the access check could not foresee) into a failure with
-// AccessDenied, at once: retrying cannot help until a human grants the
-// rule, and before the point of no return a rollback beats waiting out the
-// phase's timeout with every provider stopped. Where the table has nowhere
-// to fail to, scope.fail stalls the move for that human instead, and the
-// step is tried again after retryDenied. Any other 403 (an admission
-// webhook's, a namespace being terminated) is not a refusal and is
-// retried as before.
-func deniedOutcome(err error) (outcome, bool) {
-	d, ok := access.Denied(err)
-	if !ok {
-		return outcome{}, false
-	}
-	// Which cluster refused is not kept by the error; the identity the
-	// message names tells them apart.
-	o := failWith(movev1alpha1.ReasonAccessDenied, access.DeniedMessage("", d, err))
-	o.after = retryDenied
-	return o, true
 }
 
 // apply turns a step's outcome into the MoveOperation's next state, and

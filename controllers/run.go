@@ -10,8 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/identity"
+	"github.com/move-operator/move-operator/internal/look"
 	"github.com/move-operator/move-operator/internal/move"
-	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/remote"
 )
 
@@ -103,27 +104,27 @@ func (r *MoveOperationReconciler) runFor(uid types.UID) *run {
 // type that cannot key a map (a test's wrapper) keep nothing.
 type perClient struct {
 	mu         sync.Mutex
-	identities map[client.Client]quiesce.Identity
+	identities map[client.Client]identity.Identity
 	managers   map[client.Client][]types.NamespacedName
 }
 
 func keyable(c client.Client) bool { return c != nil && reflect.TypeOf(c).Comparable() }
 
-// keyOf is the client a look reads through (see quiesce.Unlooked).
-func keyOf(c client.Client) client.Client { return quiesce.Unlooked(c) }
+// keyOf is the client a look reads through (see look.Through).
+func keyOf(c client.Client) client.Client { return look.Through(c) }
 
-func (p *perClient) identityOf(c client.Client) (quiesce.Identity, bool) {
+func (p *perClient) identityOf(c client.Client) (identity.Identity, bool) {
 	c = keyOf(c)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !keyable(c) {
-		return quiesce.Identity{}, false
+		return identity.Identity{}, false
 	}
 	who, ok := p.identities[c]
 	return who, ok
 }
 
-func (p *perClient) keepIdentity(c client.Client, who quiesce.Identity) {
+func (p *perClient) keepIdentity(c client.Client, who identity.Identity) {
 	c = keyOf(c)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -131,7 +132,7 @@ func (p *perClient) keepIdentity(c client.Client, who quiesce.Identity) {
 		return
 	}
 	if p.identities == nil {
-		p.identities = map[client.Client]quiesce.Identity{}
+		p.identities = map[client.Client]identity.Identity{}
 	}
 	p.identities[c] = who
 }
@@ -160,21 +161,21 @@ func (p *perClient) keepManagers(c client.Client, keys []types.NamespacedName) {
 	p.managers[c] = keys
 }
 
-// whoAmI asks a cluster who the operator is there (quiesce.WhoAmI), once
+// whoAmI asks a cluster who the operator is there (identity.WhoAmI), once
 // per client and run of a move: a client holds one credential for as long
 // as it lives, so the API server's answer does not change (a new
 // kubeconfig in the target Secret gives a new client, asked again; the
 // source's client is the operator's own for as long as it runs). The
 // bypass, the check of a shared identity and following a rotated
 // credential each asked it again: a request each.
-func (r *MoveOperationReconciler) whoAmI(ctx context.Context, s *scope, c client.Client) (quiesce.Identity, error) {
+func (r *MoveOperationReconciler) whoAmI(ctx context.Context, s *scope, c client.Client) (identity.Identity, error) {
 	ids := &r.runFor(s.mo.UID).perClient
 	if who, ok := ids.identityOf(c); ok {
 		return who, nil
 	}
-	who, err := quiesce.WhoAmI(ctx, c)
+	who, err := identity.WhoAmI(ctx, c)
 	if err != nil {
-		return quiesce.Identity{}, err
+		return identity.Identity{}, err
 	}
 	ids.keepIdentity(c, who)
 	return who, nil

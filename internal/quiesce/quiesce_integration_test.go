@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/identity"
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/testenv"
@@ -135,7 +136,7 @@ func TestControllersStopAndComeBackWithTheirWebhooksBypassedMeanwhile(t *testing
 	g.Expect(err).NotTo(HaveOccurred())
 	op, err := client.New(opConfig, client.Options{Scheme: c.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
-	who, err := quiesce.WhoAmI(ctx, op)
+	who, err := identity.WhoAmI(ctx, op)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(who.Username).To(Equal("quiesce-operator"))
 	g.Expect(who.Shared()).To(BeTrue(), "a certificate user is not a ServiceAccount: others may use it")

@@ -1,4 +1,9 @@
-package quiesce
+// Package look answers the repeated reads of one step of a move from one
+// read each: a client that reads a cluster's controller Deployments,
+// webhook configurations and Services from the API server once per step.
+// It never caches across steps and never holds anything a move needs to
+// continue.
+package look
 
 import (
 	"context"
@@ -13,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Look returns a client for one look at a cluster's controllers and the
+// New returns a client for one look at a cluster's controllers and the
 // webhooks they serve: one step of a move, which reads the same few
 // objects several times over (a wait reads each controller's Deployment;
 // finding the managers and the webhooks of the controllers both list the
@@ -24,7 +29,7 @@ import (
 //
 //   - Deployments: one LIST of those selector matches (the controllers'
 //     label, spec.controllers.selector), made at the first read of one, or
-//     the step's own list of them (SelectControllers). A Deployment the
+//     the step's own list of them (quiesce.SelectControllers). A Deployment the
 //     list does not hold (a manager, which the selector need not match, or
 //     a provider whose label was taken off meanwhile) is read on its own,
 //     so that only the server says one is gone.
@@ -39,7 +44,7 @@ import (
 // conflict sees the new resourceVersion. A write with options (a dry run)
 // is not the server's state: the object is read again too. Make one per
 // step and cluster, never one per run: it never reads again what it read.
-func Look(c client.Client, selector labels.Selector) client.Client {
+func New(c client.Client, selector labels.Selector) client.Client {
 	return &look{Client: c, selector: selector, services: map[types.NamespacedName]*corev1.Service{}}
 }
 
@@ -125,7 +130,7 @@ func findNamed[T any, P interface {
 
 // List answers a list of either kind of webhook configuration from the
 // look's, listing it the first time; a list of the Deployments the
-// selector matches in every namespace, as SelectControllers makes, is kept
+// selector matches in every namespace, as quiesce.SelectControllers makes, is kept
 // as the look's list of them. Every other list goes through.
 func (l *look) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	l.mu.Lock()
@@ -246,10 +251,10 @@ func replaceNamed[T any, P interface {
 	return false
 }
 
-// Unlooked returns the client a look (Look) reads through, or c itself
+// Through returns the client a look (New) reads through, or c itself
 // when it is no look: what a caller keeps per cluster client is kept per
 // the client, not per look.
-func Unlooked(c client.Client) client.Client {
+func Through(c client.Client) client.Client {
 	if l, ok := c.(*look); ok {
 		return l.Client
 	}

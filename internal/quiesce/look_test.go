@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/look"
 )
 
 // counted counts the requests a fake cluster serves, by verb and kind.
@@ -129,7 +130,7 @@ func TestOneLookReadsTheControllersWithOneList(t *testing.T) {
 
 	t.Run("a check that the stopped controllers stay stopped lists once, and reads only what the list lacks", func(t *testing.T) {
 		count.reset()
-		found, err := Restarted(ctx, Look(c, providerSelector), controllers)
+		found, err := Restarted(ctx, look.New(c, providerSelector), controllers)
 		if err != nil || len(found) != 0 {
 			t.Fatalf("Restarted: %v, %v; want nothing running", found, err)
 		}
@@ -145,21 +146,21 @@ func TestOneLookReadsTheControllersWithOneList(t *testing.T) {
 
 	t.Run("a restart is judged by the answer to the patch that scaled, without reading again", func(t *testing.T) {
 		count.reset()
-		look := Look(c, providerSelector)
+		lk := look.New(c, providerSelector)
 		recorded := []Controller{{Key: controllers[0].Key, Recorded: ptr.To[int32](1)}, {Key: controllers[1].Key, Recorded: ptr.To[int32](1)}}
-		_, waiting, err := RestoreAndCheck(ctx, look, recorded, 1)
+		_, waiting, err := RestoreAndCheck(ctx, lk, recorded, 1)
 		if err != nil || len(waiting) != 2 {
 			t.Fatalf("RestoreAndCheck: waiting %v, %v; want both scaled and not yet Available", waiting, err)
 		}
-		if err := Forget(ctx, look, recorded); err != nil {
+		if err := Forget(ctx, lk, recorded); err != nil {
 			t.Fatal(err)
 		}
 		if l, g, p := count.get("list deployments"), count.get("get deployments"), count.get("patch deployments"); l != 1 || g != 0 || p != 2 {
 			t.Errorf("%d lists, %d reads, %d patches of Deployments; want 1, 0, 2", l, g, p)
 		}
 		d := &appsv1.Deployment{}
-		if err := look.Get(ctx, controllers[0].Key, d); err != nil || ptr.Deref(d.Spec.Replicas, 0) != 1 {
-			t.Errorf("the look answers %v replicas (%v), want the 1 the patch set", d.Spec.Replicas, err)
+		if err := lk.Get(ctx, controllers[0].Key, d); err != nil || ptr.Deref(d.Spec.Replicas, 0) != 1 {
+			t.Errorf("the lk answers %v replicas (%v), want the 1 the patch set", d.Spec.Replicas, err)
 		}
 	})
 
@@ -168,7 +169,7 @@ func TestOneLookReadsTheControllersWithOneList(t *testing.T) {
 		annotated := provider("capi-system", "capi-controller-manager", 1, true)
 		c := countingCluster(count, annotated)
 		count.conflicts = 1
-		recorded, err := Record(ctx, Look(c, providerSelector), controllers[:1])
+		recorded, err := Record(ctx, look.New(c, providerSelector), controllers[:1])
 		if err != nil || ptr.Deref(recorded[0].Recorded, -1) != 1 {
 			t.Fatalf("Record: %+v, %v; want 1 recorded after the conflict", recorded, err)
 		}
@@ -186,12 +187,12 @@ func TestOneLookKeepsTheListOfControllersItWasGiven(t *testing.T) {
 	ctx := context.Background()
 	count := &counted{}
 	c := countingCluster(count, provider("capi-system", "capi-controller-manager", 1, true))
-	look := Look(c, providerSelector)
-	selected, err := SelectControllers(ctx, look, providerSelector)
+	lk := look.New(c, providerSelector)
+	selected, err := SelectControllers(ctx, lk, providerSelector)
 	if err != nil || len(selected) != 1 {
 		t.Fatalf("SelectControllers: %v, %v", selected, err)
 	}
-	if _, err := Record(ctx, look, selected); err != nil {
+	if _, err := Record(ctx, lk, selected); err != nil {
 		t.Fatal(err)
 	}
 	if l, g := count.get("list deployments"), count.get("get deployments"); l != 1 || g != 0 {
@@ -199,7 +200,7 @@ func TestOneLookKeepsTheListOfControllersItWasGiven(t *testing.T) {
 	}
 	// A list of something else (one namespace) is not the look's list.
 	count.reset()
-	other := Look(c, providerSelector)
+	other := look.New(c, providerSelector)
 	if err := other.List(ctx, &appsv1.DeploymentList{}, client.InNamespace("capi-system")); err != nil {
 		t.Fatal(err)
 	}
@@ -234,22 +235,22 @@ func TestOneLookListsTheWebhookConfigurationsOnceAndWritesTheBypassOnWhatItListe
 	count := &counted{}
 	objs := append(servedWebhooks("capi-system", "capi-controller-manager"), servedWebhooks("capl-system", "capl-controller-manager")...)
 	c := countingCluster(count, objs...)
-	look := Look(c, providerSelector)
-	controllers, err := SelectControllers(ctx, look, providerSelector)
+	lk := look.New(c, providerSelector)
+	controllers, err := SelectControllers(ctx, lk, providerSelector)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The managers' webhooks and the controllers' are found in one look,
 	// as webhooksOf does, and the bypass is installed through it.
-	if _, err := FindCAPIOperator(ctx, look); err != nil {
+	if _, err := FindCAPIOperator(ctx, lk); err != nil {
 		t.Fatal(err)
 	}
-	wh, err := FindWebhooks(ctx, look, controllers)
+	wh, err := FindWebhooks(ctx, lk, controllers)
 	if err != nil || len(wh.Served) != 4 {
 		t.Fatalf("FindWebhooks: %+v, %v; want the 4 webhooks of the two providers", wh, err)
 	}
 	count.conflicts = 1 // the first configuration written changed since the list
-	written, err := InstallBypass(ctx, look, wh.Served, "system:serviceaccount:move-operator-system:mover")
+	written, err := InstallBypass(ctx, lk, wh.Served, "system:serviceaccount:move-operator-system:mover")
 	if err != nil || len(written) != 4 {
 		t.Fatalf("InstallBypass wrote %v, %v; want the 4 configurations", written, err)
 	}
@@ -274,7 +275,7 @@ func TestOneLookListsTheWebhookConfigurationsOnceAndWritesTheBypassOnWhatItListe
 	}
 
 	// A second look at it sees the bypass the first wrote.
-	still, err := BypassInstalled(ctx, Look(c, providerSelector))
+	still, err := BypassInstalled(ctx, look.New(c, providerSelector))
 	if err != nil || len(still) != 4 {
 		t.Errorf("BypassInstalled: %v, %v; want the 4 configurations written", still, err)
 	}
