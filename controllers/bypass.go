@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -161,83 +160,31 @@ func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *sc
 	}
 }
 
-// reassertBypassIn does reassertBypassAfter's work in one cluster and says
-// what it wrote, if anything.
+// reassertBypassIn does reassertBypassAfter's work in one cluster
+// (quiesce.Reassert) and says what it wrote, if anything.
 func (r *MoveOperationReconciler) reassertBypassIn(ctx context.Context, s *scope, c clusterClient, failed []string) (string, error) {
-	called := strings.Join(failed, ", ")
-	if r.controllersDown(s, c.role) {
-		reinstalled, err := r.reinstallBypass(ctx, s, c, failed)
+	down := r.controllersDown(s, c.role)
+	var served []quiesce.WebhookRef
+	if down {
+		look, err := oneLook(s, c.client)
 		if err != nil {
 			return "", err
 		}
-		if len(reinstalled) > 0 {
-			return fmt.Sprintf("webhooks this move bypasses were called for the operator (%s): the bypass had been removed from the %s's %s; installed it again",
-				called, c.role, strings.Join(reinstalled, ", ")), nil
+		wh, err := r.webhooksOf(ctx, s, look, c.role)
+		if err != nil {
+			return "", err
 		}
+		served = wh.Served
 	}
-	refreshed, err := quiesce.RefreshBypass(ctx, c.client, failed, time.Now())
-	if len(refreshed) == 0 {
-		return "", err
+	username := func() (string, error) {
+		who, err := r.whoAmI(ctx, s, c.client)
+		return who.Username, err
 	}
-	return fmt.Sprintf("webhooks this move bypasses were called for the operator (%s); wrote the %s's %s again so that its API server reloads them (it may hold them as they were before the bypass)",
-		called, c.role, strings.Join(refreshed, ", ")), err
-}
-
-// reinstallBypass installs the bypass again on those of the failed
-// webhooks that the move's stopped controllers serve.
-func (r *MoveOperationReconciler) reinstallBypass(ctx context.Context, s *scope, c clusterClient, failed []string) ([]string, error) {
-	look, err := oneLook(s, c.client)
+	msg, err := quiesce.Reassert(ctx, c.client, string(c.role), served, username, failed, down)
 	if err != nil {
-		return nil, err
+		return msg, fmt.Errorf("%s cluster: %w", c.role, err)
 	}
-	wh, err := r.webhooksOf(ctx, s, look, c.role)
-	if err != nil {
-		return nil, err
-	}
-	named := map[string]bool{}
-	for _, n := range failed {
-		named[n] = true
-	}
-	var refs []quiesce.WebhookRef
-	for _, ref := range wh.Served {
-		if named[ref.Webhook] {
-			refs = append(refs, ref)
-		}
-	}
-	if len(refs) == 0 {
-		return nil, nil
-	}
-	who, err := r.whoAmI(ctx, s, c.client)
-	if err != nil {
-		return nil, fmt.Errorf("%s cluster: %w", c.role, err)
-	}
-	written, err := quiesce.InstallBypass(ctx, c.client, refs, who.Username)
-	if err != nil {
-		return written, fmt.Errorf("%s cluster: %w", c.role, err)
-	}
-	return written, nil
-}
-
-// removeBypassOfRunning removes the bypass from the webhooks served by the
-// restored controllers that run (replicas above zero).
-func (r *MoveOperationReconciler) removeBypassOfRunning(ctx context.Context, c client.Client, role movev1alpha1.ClusterRole, restored []quiesce.Controller) error {
-	var running []quiesce.Controller
-	for _, ctrl := range restored {
-		if ctrl.Replicas > 0 {
-			running = append(running, ctrl)
-		}
-	}
-	if len(running) == 0 {
-		return nil
-	}
-	wh, err := quiesce.FindWebhooks(ctx, c, running)
-	if err != nil {
-		return fmt.Errorf("%s cluster: %w", role, err)
-	}
-	if err := quiesce.RemoveBypassFrom(ctx, c, wh.Served); err != nil {
-		return fmt.Errorf("%s cluster: %w", role, err)
-	}
-	return nil
+	return msg, nil
 }
 
 // webhooksOf maps a cluster's webhooks to the controllers this move stops

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -16,15 +15,8 @@ import (
 	"github.com/move-operator/move-operator/internal/remote"
 )
 
-// Managers of the providers: Deployments that reconcile the provider
-// Deployments themselves (cluster-api-operator applies a provider's
-// manifests again, replicas included, when it starts, resyncs or sees its
-// provider object change) or the Cluster API objects (Rancher Turtles, a
-// user's own). Left running, one of them starts a provider the move
-// stopped, or writes objects the move is copying. They are recorded and restored like the providers, flagged as
-// managers in status, and ordered around them: stopped first, their pods
-// gone, before any provider is scaled down; restarted last, once the
-// providers are Available again.
+// Managers of the providers (see package quiesce) are stopped before the
+// providers and restarted after them.
 
 // selectControllers returns the Deployments this move stops in one cluster:
 // the provider controllers spec.controllers.selector matches, and the
@@ -38,30 +30,15 @@ func (r *MoveOperationReconciler) selectControllers(ctx context.Context, s *scop
 	if err != nil {
 		return nil, err
 	}
-	providers, err := quiesce.SelectControllers(ctx, c, selector, r.excluded(role)...)
-	if err != nil {
-		return nil, fmt.Errorf("%s cluster: %w", role, err)
-	}
 	keys, err := r.managersSeen(ctx, s, c, role)
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	managers, _, err := quiesce.GetControllers(ctx, c, keys, true)
+	controllers, err := quiesce.SelectWithManagers(ctx, c, selector, r.excluded(role), keys)
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	isManager := map[types.NamespacedName]bool{}
-	for _, m := range managers {
-		isManager[m.Key] = true
-	}
-	out := managers
-	for _, p := range providers {
-		if !isManager[p.Key] {
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
-	return out, nil
+	return controllers, nil
 }
 
 // oneLook returns c for one look at the Deployments of the controllers
@@ -106,23 +83,7 @@ func (r *MoveOperationReconciler) managersSeen(ctx context.Context, s *scope, c 
 // and the Deployments spec.controllers.additional names for this cluster,
 // never the operator's own.
 func (r *MoveOperationReconciler) managersOf(ctx context.Context, mo *movev1alpha1.MoveOperation, c client.Reader, role movev1alpha1.ClusterRole) ([]types.NamespacedName, error) {
-	keys, err := quiesce.FindCAPIOperator(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	keys = append(keys, mo.Spec.Controllers.AdditionalIn(role)...)
-	skip := map[types.NamespacedName]bool{}
-	for _, e := range r.excluded(role) {
-		skip[e] = true
-	}
-	var out []types.NamespacedName
-	for _, k := range keys {
-		if !skip[k] {
-			skip[k] = true
-			out = append(out, k)
-		}
-	}
-	return out, nil
+	return quiesce.ManagersIn(ctx, c, mo.Spec.Controllers.AdditionalIn(role), r.excluded(role))
 }
 
 // stopControllers scales the managers to zero in both clusters and, only
@@ -136,19 +97,11 @@ func (r *MoveOperationReconciler) stopControllers(ctx context.Context, s *scope,
 	for _, managersNow := range []bool{true, false} {
 		running := make([]map[types.NamespacedName]int, 2)
 		err := r.forBoth(ctx, target, func(ctx context.Context, i int, c clusterClient) error {
-			providers, managers := quiesce.SplitManagers(r.recordedControllers(s, c.role))
-			stage := providers
-			if managersNow {
-				stage = managers
-			}
 			look, err := oneLook(s, c.client)
 			if err != nil {
 				return err
 			}
-			if err := quiesce.ScaleDown(ctx, look, stage); err != nil {
-				return fmt.Errorf("%s cluster: %w", c.role, err)
-			}
-			pods, err := quiesce.RunningPods(ctx, look, stage)
+			pods, err := quiesce.StopStage(ctx, look, r.recordedControllers(s, c.role), managersNow)
 			if err != nil {
 				return fmt.Errorf("%s cluster: %w", c.role, err)
 			}
@@ -168,57 +121,6 @@ func (r *MoveOperationReconciler) stopControllers(ctx context.Context, s *scope,
 		}
 	}
 	return remaining, nil
-}
-
-// restarting is where one cluster's restart of its controllers stands.
-type restarting struct {
-	// restored are the controllers scaled back to their recorded replicas.
-	restored []quiesce.Controller
-	// unavailable are those of them not yet Available, with why.
-	unavailable map[types.NamespacedName]string
-	// gone are the controllers whose Deployment no longer exists (deleted
-	// during the move): nothing is left to restore, and the restore goes on
-	// without them rather than fail on them for ever.
-	gone []types.NamespacedName
-}
-
-// restartInOrder scales one cluster's providers back to their recorded
-// replicas and, once they are all Available, their managers: a manager back
-// first would find the providers still at zero.
-func restartInOrder(ctx context.Context, c client.Client, controllers []quiesce.Controller, fallback int32) (restarting, error) {
-	providers, managers := quiesce.SplitManagers(controllers)
-	var out restarting
-	for _, stage := range [][]quiesce.Controller{providers, managers} {
-		if len(stage) == 0 {
-			continue
-		}
-		restored, unavailable, err := quiesce.RestoreAndCheck(ctx, c, stage, fallback)
-		if err != nil {
-			return restarting{}, err
-		}
-		out.restored = append(out.restored, restored...)
-		out.gone = append(out.gone, missingFrom(stage, restored)...)
-		if out.unavailable = unavailable; len(unavailable) > 0 {
-			return out, nil
-		}
-	}
-	return out, nil
-}
-
-// missingFrom returns the keys of the controllers that are not among
-// restored.
-func missingFrom(controllers, restored []quiesce.Controller) []types.NamespacedName {
-	found := map[types.NamespacedName]bool{}
-	for _, c := range restored {
-		found[c.Key] = true
-	}
-	var out []types.NamespacedName
-	for _, c := range controllers {
-		if !found[c.Key] {
-			out = append(out, c.Key)
-		}
-	}
-	return out
 }
 
 // checkStillStopped fails the move, before its point of no return, when a

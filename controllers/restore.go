@@ -31,11 +31,11 @@ func (r *MoveOperationReconciler) restartSourceControllers(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	restart, err := restartInOrder(ctx, look, controllers, s.mo.Spec.Controllers.FallbackReplicasOrDefault())
+	restart, err := quiesce.RestartInOrder(ctx, look, controllers, s.mo.Spec.Controllers.FallbackReplicasOrDefault())
 	if err != nil {
 		return fmt.Errorf("source cluster: %w", err)
 	}
-	r.reportGone(ctx, s, movev1alpha1.ClusterSource, restart.gone)
+	r.reportGone(ctx, s, movev1alpha1.ClusterSource, restart.Gone)
 	return nil
 }
 
@@ -83,17 +83,17 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 // every one of them is Available.
 func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *scope, c client.Client, role movev1alpha1.ClusterRole, controllers []quiesce.Controller) (outcome, error) {
 	mo := s.mo
-	restart, err := restartInOrder(ctx, c, controllers, mo.Spec.Controllers.FallbackReplicasOrDefault())
+	restart, err := quiesce.RestartInOrder(ctx, c, controllers, mo.Spec.Controllers.FallbackReplicasOrDefault())
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	r.reportGone(ctx, s, role, restart.gone)
+	r.reportGone(ctx, s, role, restart.Gone)
 	if role == movev1alpha1.ClusterTarget && phaseOf(mo) == movev1alpha1.PhaseRestoringTarget {
 		r.runFor(mo.UID).finish(movev1alpha1.PhaseRestoringTarget, targetScaledUp)
 	}
-	if len(restart.unavailable) > 0 {
+	if len(restart.Unavailable) > 0 {
 		timeout := mo.Spec.Timeouts.ScaleUpTimeout()
-		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(restart.unavailable))
+		msg := fmt.Sprintf("%s controllers not yet Available: %s", role, formatReasons(restart.Unavailable))
 		if time.Since(s.phaseStarted()) > timeout {
 			// Past the point of no return nothing can be undone: keep
 			// waiting, and ask for a human.
@@ -105,8 +105,8 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 	// The webhooks of the providers running again check what follows; those
 	// of a provider that stays at zero (as the user left it) are down, and
 	// keep letting the operator through until the last step.
-	if err := r.removeBypassOfRunning(ctx, c, role, restart.restored); err != nil {
-		return outcome{}, err
+	if err := quiesce.RemoveBypassOfRunning(ctx, c, restart.Restored); err != nil {
+		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	return done(), nil
 }
