@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -51,8 +50,8 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.out, "out", "docs/safety.md", "where to write the report")
-	flag.StringVar(&o.details, "details", "bin/safety-details.md", "where to write the report with every line of every run")
+	flag.StringVar(&o.out, "out", "docs/safety.md", "where to write the report; a relative path is taken from the checkout's root, and the directory is made and checked writable before the run starts")
+	flag.StringVar(&o.details, "details", "bin/safety-details.md", "where to write the report with every line of every run; a relative path is taken from the checkout's root, checked as -out is")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario IDs to run (default: all)")
 	flag.DurationVar(&o.settle, "settle", 30*time.Second, "how long a moved fleet is watched in the target")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the clusters' logs even when every run worked")
@@ -88,6 +87,16 @@ func run(o options) int {
 		say("%v", err)
 		return 1
 	}
+	// The run takes an hour: a report it cannot write is found now.
+	paths := reportPaths{detailsName: o.details}
+	if paths.out, err = reportPath(root, o.out); err != nil {
+		say("-out: %v", err)
+		return 2
+	}
+	if paths.details, err = reportPath(root, o.details); err != nil {
+		say("-details: %v", err)
+		return 2
+	}
 	workDir, err := os.MkdirTemp("", "move-operator-safety-")
 	if err != nil {
 		say("%v", err)
@@ -101,7 +110,7 @@ func run(o options) int {
 		return 1
 	}
 	l := &lab{env: env, workDir: workDir, settle: o.settle}
-	code := l.runAll(ctx, root, scenarios, reportPaths{out: filepath.Join(root, o.out), details: filepath.Join(root, o.details), detailsName: o.details}, began)
+	code := l.runAll(ctx, root, scenarios, paths, began)
 	if l.op != nil {
 		if err := l.op.Stop(); err != nil {
 			say("the operator stopped with: %v", err)
