@@ -28,9 +28,10 @@ TEST_TIMEOUT ?= 60m
 TEST_TAGS ?= cluster
 TEST_LOG ?= $(LOCALBIN)/test.log
 
-# Benchmark flags: override to narrow a run, e.g. make bench BENCH_ARGS='-n 100 -reps 1'
+# Benchmark flags: override to narrow a run, e.g. make bench BENCH_ARGS='-n 1,10 -reps 1'.
+# The run writes BENCH_OUT whole, stating the command and flags that made it.
 BENCH_ARGS ?=
-BENCH_OUT ?= bin/benchmarks.md
+BENCH_OUT ?= docs/benchmarks.md
 
 .PHONY: all
 all: build
@@ -108,7 +109,7 @@ test-crash: ## Run the crash sweeps alone (make test runs them too): the operato
 		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed [0-9]+ times'
 
 .PHONY: bench
-bench: ## Benchmark the operator against clusterctl move and raw requests (N=10,50,100; hours on 2 cores); writes bin/benchmarks.md; BENCH_ARGS narrows it.
+bench: ## Benchmark the operator against clusterctl move and raw requests (N=10,50,100; hours on 2 cores); writes docs/benchmarks.md whole (BENCH_OUT); BENCH_ARGS narrows it.
 	$(GO) build -o bin/bench ./test/bench
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" bin/bench -out $(BENCH_OUT) $(BENCH_ARGS)
 

@@ -75,7 +75,7 @@ func TestTheReportStatesCarrysCostAndGivesItsMoveARowWhereverTheOperatorHasOne(t
 	if !strings.Contains(text, "\nCarry's cost at N=10: the whole move takes 1.25×") {
 		t.Errorf("the text report does not state Carry's cost:\n%s", text)
 	}
-	if md := r.markdown(); !strings.Contains(md, "\n**Carry's cost at N=10**: the whole move takes 1.25×") {
+	if md := r.page(); !strings.Contains(md, "\n- **Carry's cost at N=10**: the whole move takes 1.25×") {
 		t.Errorf("the Markdown report does not state Carry's cost:\n%s", md)
 	}
 	for _, tb := range r.tables() {

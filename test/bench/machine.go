@@ -7,8 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/move-operator/move-operator/hack/image"
+	"github.com/move-operator/move-operator/test/localcluster"
 )
 
 // machineInfo is what a reader needs to reproduce or discount the figures.
@@ -26,7 +30,16 @@ type machineInfo struct {
 	loadAfter  string
 	// operator says which manager binary ran and how (prepareOperator).
 	operator string
+	// viaMake says make ran the command (make bench), env the variables
+	// set that change what a run does, and clusterAPI the version of
+	// Cluster API (and clusterctl's library) the bench is built with.
+	viaMake    bool
+	env        []string
+	clusterAPI string
 }
+
+// benchEnv are the variables that change what a run measures or keeps.
+var benchEnv = []string{image.ImageDirEnv, localcluster.AuditEnv}
 
 func describeMachine(ctx context.Context, root string, o options) machineInfo {
 	m := machineInfo{
@@ -39,6 +52,14 @@ func describeMachine(ctx context.Context, root string, o options) machineInfo {
 		settings:   fmt.Sprintf("operator and floors: QPS %g, burst %d, %d requests in flight per cluster", o.qps, o.burst, o.concurrency),
 		loadBefore: loadAverage(),
 	}
+	// GNU make exports MAKELEVEL to the commands it runs.
+	m.viaMake = os.Getenv("MAKELEVEL") != ""
+	for _, name := range benchEnv {
+		if value, ok := os.LookupEnv(name); ok {
+			m.env = append(m.env, name+"="+quoteArg(value))
+		}
+	}
+	m.clusterAPI = moduleVersion("sigs.k8s.io/cluster-api")
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.kernel = "Linux " + strings.TrimSpace(string(data))
 	}
@@ -96,4 +117,16 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// moduleVersion is the version of a module the bench is built with.
+func moduleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == path {
+				return dep.Version
+			}
+		}
+	}
+	return "(version unknown)"
 }

@@ -10,10 +10,12 @@
 // requests each API server served (by verb), the CPU time of every process,
 // the operator's peak RSS and how long each mover kept each cluster's
 // controllers from running, each tool's median over the repetitions, the
-// ratios operator/clusterctl and operator/floor pair by pair, and the
-// issue's targets checked against them.
+// ratios operator/clusterctl and operator/floor pair by pair; on the
+// terminal, the targets the operator is held to are checked against them.
+// With -out it writes the whole Markdown page (page.go): make bench writes
+// docs/benchmarks.md so, from the run alone, with the command that ran it.
 //
-//	go run ./test/bench -n 10,50,100 -reps 3 -out bench.md
+//	go run ./test/bench -n 10,50,100 -reps 3 -out docs/benchmarks.md
 //
 // For each N it starts a fresh pair of local management clusters (package
 // testenv: real etcd, kube-apiserver, kube-controller-manager,
@@ -23,7 +25,7 @@
 // namespaces of the source, and moves one with each mover: clusterctl, the
 // operator, the baseline and the parity floor, the order rotating by one
 // place per repetition (see moveOrder in fleets.go). With -carry one more
-// fleet is moved by the operator with spec.status Carry, in the same
+// fleet is moved by the operator with spec.objectStatusPolicy Carry, in the same
 // rotation, and the report states what carrying status costs against the
 // operator's default move of the same repetition. Each move is checked
 // afterwards: the target namespace holds every object the source namespace
@@ -85,8 +87,10 @@ type options struct {
 	sizes []int
 	// reps is the number of repetitions of each N, repsFor the N that
 	// have another.
-	reps        int
-	repsFor     map[int]int
+	reps    int
+	repsFor map[int]int
+	// out is where the page goes (-out), as given; bench.out is where
+	// that resolves.
 	out         string
 	qps         float64
 	burst       int
@@ -105,7 +109,7 @@ type options struct {
 	// skipClusterctl leaves out clusterctl's fleet and move, for quick
 	// measurements of the operator against its floor while changing it.
 	skipClusterctl bool
-	// carry adds a fleet the operator moves with spec.status Carry, so
+	// carry adds a fleet the operator moves with spec.objectStatusPolicy Carry, so
 	// that every repetition measures what carrying status costs against
 	// the default move on the same clusters.
 	carry bool
@@ -141,6 +145,17 @@ type options struct {
 	// podStartLatency is how long a scheduled pod of the local clusters
 	// takes to become Ready (localcluster.Options.PodStartLatency).
 	podStartLatency time.Duration
+	// args are the command's arguments as given, and flags every flag
+	// with its value in this run: the page says how to run it again.
+	args  []string
+	flags []flagSetting
+}
+
+// flagSetting is one flag of a run: its value, its default and whether
+// the command line set it.
+type flagSetting struct {
+	name, value, def, usage string
+	set                     bool
 }
 
 // movers are the movers every repetition runs.
@@ -170,7 +185,8 @@ func parseOptions(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	sizes := fs.String("n", "10,50,100", "comma-separated fleet sizes N (workload clusters, 3 control-plane and 3 worker Machines each)")
 	reps := fs.String("reps", "3,100=2", "repetitions per N (the report gives the median): a number for every N, then N=count for exceptions")
-	fs.StringVar(&o.out, "out", "", "write the report as Markdown to this file too")
+	fs.StringVar(&o.out, "out", "", "write the report to this file too, as the whole Markdown page docs/benchmarks.md is (make bench: -out docs/benchmarks.md); "+
+		"a relative path is taken from the checkout's root, and the file's directory is made and checked writable before the run starts")
 	fs.Float64Var(&o.qps, "qps", defaultQPS, "client QPS of the operator (--kube-api-qps) and of the floors")
 	fs.IntVar(&o.burst, "burst", defaultBurst, "client burst of the operator (--kube-api-burst) and of the floors")
 	fs.IntVar(&o.concurrency, "concurrency", defaultConcurrency, "requests in flight per cluster, operator (--move-concurrency) and floors")
@@ -179,7 +195,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.skipParity, "skip-parity", false, "do not run the parity floor (the baseline plus the per-object writes a faithful move makes); it runs whenever the baseline does otherwise")
 	fs.BoolVar(&o.parityOnly, "parity-only", false, "of the two floors run only the parity floor, not the plain baseline (for large N, where each fleet takes minutes to create)")
 	fs.BoolVar(&o.skipClusterctl, "skip-clusterctl", false, "do not run clusterctl move (to measure the operator against the baseline only)")
-	fs.BoolVar(&o.carry, "carry", false, "also move a fleet with the operator and spec.status Carry, in the same rotation, and report its cost against the default move (Rebuild) of the same repetition")
+	fs.BoolVar(&o.carry, "carry", false, "also move a fleet with the operator and spec.objectStatusPolicy Carry, in the same rotation, and report its cost against the default move (Rebuild) of the same repetition")
 	fs.BoolVar(&o.baselineFirst, "baseline-first", false, "move the baseline first in every repetition, while the source holds every fleet (it rotates with the others otherwise)")
 	fs.BoolVar(&o.alone, "alone", false, "move each fleet on its own fresh pair of clusters holding only that fleet, created just before its move (for large N: the API servers then hold one fleet, not one per mover)")
 	fs.BoolVar(&o.capd, "capd", false, "move fleets of Cluster API's own in-memory provider (CAPD's DevClusters: N workload clusters, classic and from upstream's ClusterClass template, one control-plane and one worker Machine each) provisioned by live controllers in both clusters, instead of the static fleets; clusterctl and the operator only")
@@ -196,6 +212,12 @@ func parseOptions(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	o.args = args
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.VisitAll(func(f *flag.Flag) {
+		o.flags = append(o.flags, flagSetting{name: f.Name, value: f.Value.String(), def: f.DefValue, usage: f.Usage, set: set[f.Name]})
+	})
 	o.operatorFlags = strings.Fields(*operatorFlags)
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -278,6 +300,8 @@ type bench struct {
 	began   time.Time
 	root    string
 	workDir string
+	// out is where the page is written: -out resolved, empty for none.
+	out string
 	// install is dist/install.yaml: the operator's Deployment and identity.
 	install *installed.Install
 	// manager is the manager binary taken out of the image.
@@ -300,6 +324,12 @@ func (b *bench) run(ctx context.Context) error {
 	var err error
 	if b.root, err = testenv.RepositoryRoot("make bench"); err != nil {
 		return err
+	}
+	// A run takes hours: a report it cannot write is found now, not then.
+	if b.opts.out != "" {
+		if b.out, err = reportPath(b.root, b.opts.out); err != nil {
+			return fmt.Errorf("-out: %w", err)
+		}
 	}
 	if b.workDir, err = os.MkdirTemp("", "move-operator-bench-"); err != nil {
 		return err
@@ -337,11 +367,11 @@ func (b *bench) run(ctx context.Context) error {
 	b.machine.loadAfter = loadAverage()
 	rep := newReport(b.opts, b.machine, b.results, b.idle, time.Since(b.began))
 	fmt.Print("\n" + rep.text())
-	if b.opts.out != "" {
-		if err := os.WriteFile(b.opts.out, []byte(rep.markdown()), 0o644); err != nil {
+	if b.out != "" {
+		if err := os.WriteFile(b.out, []byte(rep.page()), 0o644); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
-		say("report written to %s", b.opts.out)
+		say("report written to %s", b.out)
 	}
 	return nil
 }

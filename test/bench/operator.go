@@ -228,8 +228,8 @@ func (m *operatorMover) move(ctx context.Context, r *result) error {
 	m.mo = &movev1alpha1.MoveOperation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: moveNamespace, Name: "move-" + m.f.namespace},
 		Spec: movev1alpha1.MoveOperationSpec{
-			Target:     movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: targetSecret}},
-			Namespaces: []string{m.f.namespace},
+			Target:             movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: targetSecret}},
+			Namespaces:         []string{m.f.namespace},
 			ObjectStatusPolicy: m.status,
 		},
 	}

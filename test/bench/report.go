@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -36,8 +35,9 @@ const (
 	targetPeakRSSMiBAtLargeSize = 120
 )
 
-// report turns the results into tables, as text for the terminal and as
-// Markdown for docs/benchmarks.md.
+// report turns the results into tables: as text for the terminal, with the
+// targets the operator is checked against while it is changed, and as the
+// page -out writes (page.go), which states the figures and no verdicts.
 type report struct {
 	opts    options
 	machine machineInfo
@@ -60,7 +60,7 @@ type table struct {
 
 func (r *report) text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n", r.preamble(false))
+	fmt.Fprintf(&b, "%s\n", r.preamble())
 	for _, c := range r.carryCosts() {
 		fmt.Fprintf(&b, "\n%s: %s\n", c.title(), c.text())
 	}
@@ -74,33 +74,6 @@ func (r *report) text() string {
 		_ = tw.Flush()
 		if t.note != "" {
 			fmt.Fprintf(&b, "%s\n", t.note)
-		}
-	}
-	return b.String()
-}
-
-func (r *report) markdown() string {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\n", r.preamble(true))
-	for _, c := range r.carryCosts() {
-		fmt.Fprintf(&b, "\n**%s**: %s\n", c.title(), c.text())
-	}
-	for _, t := range r.tables() {
-		fmt.Fprintf(&b, "\n#### %s\n\n", t.title)
-		fmt.Fprintf(&b, "| %s |\n", strings.Join(t.header, " | "))
-		seps := make([]string, len(t.header))
-		for i := range seps {
-			seps[i] = "---"
-			if i > 0 {
-				seps[i] = "---:"
-			}
-		}
-		fmt.Fprintf(&b, "|%s|\n", strings.Join(seps, "|"))
-		for _, row := range t.rows {
-			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
-		}
-		if t.note != "" {
-			fmt.Fprintf(&b, "\n%s\n", t.note)
 		}
 	}
 	return b.String()
@@ -124,7 +97,7 @@ func (r *report) rotation() string {
 	return fmt.Sprintf("the order of the %s movers rotating by one place per repetition", words[n])
 }
 
-func (r *report) preamble(md bool) string {
+func (r *report) preamble() string {
 	m := r.machine
 	lines := []string{
 		fmt.Sprintf("Run: %s, %s in all", m.date, r.elapsed.Round(time.Second)),
@@ -139,7 +112,7 @@ func (r *report) preamble(md bool) string {
 			"one control-plane and one worker Machine each), provisioned by the source's live controllers; every controller runs in both clusters throughout; the floors do not run")
 	}
 	if r.opts.carry {
-		lines = append(lines, "With -carry: the operator also moves a fleet of its own with spec.status Carry, in the same rotation; "+
+		lines = append(lines, "With -carry: the operator also moves a fleet of its own with spec.objectStatusPolicy Carry, in the same rotation; "+
 			"its cost is the Carry move's against the operator's default move (Rebuild) of the same repetition")
 	}
 	if r.opts.movers().parity {
@@ -157,9 +130,6 @@ func (r *report) preamble(md bool) string {
 	if r.opts.profileDir != "" {
 		lines = append(lines, fmt.Sprintf("CPU profiles of both kube-apiservers during each move in %s "+
 			"(go tool pprof -top %s/n<N>-r<repetition>-<mover>-<source|target>-*.pb.gz merges the slices of one move)", r.opts.profileDir, r.opts.profileDir))
-	}
-	if md {
-		return "- " + strings.Join(lines, "\n- ")
 	}
 	return strings.Join(lines, "\n")
 }
@@ -356,7 +326,7 @@ func (r *report) targets() table {
 	peer := r.parityPeer()
 	if r.opts.carry {
 		t.note = "With -carry the parity floor writes every status, so the targets against it judge the operator's Carry move; " +
-			"the others judge its default move (spec.status Rebuild). " + t.note
+			"the others judge its default move (spec.objectStatusPolicy Rebuild). " + t.note
 	}
 	check := func(name string, value, limit float64, format string, measured bool) {
 		t.rows = append(t.rows, targetRow(name, value, limit, format, measured))
@@ -476,7 +446,7 @@ func (r *report) parityPeer() string {
 // parityWrites says what the parity floor does beyond the baseline.
 func (r *report) parityWrites() string {
 	status := "the status of a ClusterClass reconciled at its generation through the status subresource before it, as the operator's " +
-		"default move (spec.status Rebuild) writes it"
+		"default move (spec.objectStatusPolicy Rebuild) writes it"
 	if r.opts.carry {
 		status = "the status of every kind with a status subresource through that subresource before it, as the operator's Carry move " +
 			"writes it"

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// narrowedRun is a run of make bench BENCH_ARGS='-n 1,10 -reps 1': every
+// mover once at each size.
+func narrowedRun(t *testing.T) *report {
+	t.Helper()
+	opts, err := parseOptions([]string{"-out", "docs/benchmarks.md", "-n", "1,10", "-reps", "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := time.Second
+	var results []*result
+	for _, n := range []int{1, 10} {
+		d := time.Duration(n)
+		for i, res := range []*result{
+			move(toolClusterctl, n, 4*s+d*3*s, 3*s+d*3*s, 0),
+			move(toolOperator, n, 4*s+d*s, s+d*s, 70),
+			move(toolBaseline, n, d*s/2, d*s/2, 0),
+			move(toolParity, n, d*s*3/4, d*s*3/4, 0),
+		} {
+			res.position = i + 1
+			res.phases = []phaseSpan{{"Validating", s / 2}, {"Copying", d * s / 2}, {"Deleting", d * s / 2}}
+			results = append(results, res)
+		}
+	}
+	m := machineInfo{date: "2026-12-05 10:00 UTC", cores: 2, cpuModel: "a CPU", memory: "24683748 kB", kernel: "Linux 6", goVersion: "go1.26",
+		commit: "abc1234", settings: "operator and floors: QPS 500", loadBefore: "0.50 0.40 0.30", loadAfter: "3.10 2.00 1.00",
+		operator: "the manager binary", viaMake: true, clusterAPI: "v1.14.2"}
+	return newReport(opts, m, results, map[int]map[string]float64{1: {"source": 0.5, "target": 0.4}}, 30*time.Minute)
+}
+
+func TestThePageStatesTheCommandOfItsRunAndThatItIsNarrowed(t *testing.T) {
+	page := narrowedRun(t).page()
+	if os.Getenv("BENCH_PAGE") != "" {
+		_ = os.WriteFile(os.Getenv("BENCH_PAGE"), []byte(page), 0o644)
+	}
+	for _, want := range []string{
+		"- Command: `make bench BENCH_ARGS='-n 1,10 -reps 1'` (it runs `bin/bench -out docs/benchmarks.md -n 1,10 -reps 1`)",
+		"- Machine: 2 cores (a CPU), 23.5 GiB memory",
+		"**Not the default run.** This run set `-n 1,10` and `-reps 1`",
+		"`make bench` alone runs `-n 10,50,100 -reps 3,100=2`",
+		"```sh\nmake bench BENCH_ARGS='-n 1,10 -reps 1'\n```",
+		"| `-reps` | `1` | `3,100=2` |",
+		"| `-carry` | default | `false` |",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+func TestThePageHasEverySectionAndNoHistory(t *testing.T) {
+	page := narrowedRun(t).page()
+	var headings []string
+	for _, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, "## ") {
+			headings = append(headings, strings.TrimPrefix(line, "## "))
+		}
+	}
+	want := []string{"The run", "What is compared", "What is measured", "Results", "What the figures mean", "How to reproduce", "Known limits"}
+	if !slices.Equal(headings, want) {
+		t.Errorf("sections %q, want %q", headings, want)
+	}
+	// Verdicts, issue numbers and dates of earlier runs belong in git,
+	// not on a page that one run writes.
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)not met`), regexp.MustCompile(`(?i)\bbefore\b.*\bnow\b`), regexp.MustCompile(`(?i)issue #?\d`),
+		regexp.MustCompile(`\B#\d+`), regexp.MustCompile(`\| met \|`), regexp.MustCompile(`spec\.status\b`),
+	} {
+		if loc := bad.FindStringIndex(page); loc != nil {
+			t.Errorf("the page says %q", page[max(0, loc[0]-40):min(len(page), loc[1]+40)])
+		}
+	}
+}
+
+func TestThePageSaysWhatTheFiguresMean(t *testing.T) {
+	page := narrowedRun(t).page()
+	for _, want := range []string{
+		// N=10: 14 s against 34 s, copy+delete 11 s against the parity
+		// floor's 7.5 s.
+		"- **N=10** (450 objects): The operator's whole move took 14.0 s, clusterctl's 34.0 s (0.41×)",
+		"The operator's copy+delete took 1.47× the parity floor's (11.0 s against 7.5 s) and 2.20× the baseline's.",
+		"- **One repetition.**",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
+func TestMakeBenchIsTheCommandThatRanBinBench(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-out", "docs/benchmarks.md"}, "make bench"},
+		{[]string{"-out=docs/benchmarks.md", "-n", "1"}, "make bench BENCH_ARGS='-n 1'"},
+		{[]string{"-out", "/tmp/b.md", "-operator-flags", "--zap-log-level=debug --x"}, `make bench BENCH_OUT=/tmp/b.md BENCH_ARGS='-operator-flags "--zap-log-level=debug --x"'`},
+	} {
+		if got := makeCommand(c.args); got != c.want {
+			t.Errorf("bin/bench %q: %s, want %s", c.args, got, c.want)
+		}
+	}
+}
