@@ -132,7 +132,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
-	if err := run(opts); err != nil {
+	if err := startManager(opts); err != nil {
 		setupLog.Error(err, "manager stopped with an error")
 		os.Exit(1)
 	}
@@ -154,9 +154,9 @@ func runTargetAccess(args []string) int {
 	return 1
 }
 
-// run starts the manager with the MoveOperation reconciler, and blocks
-// until it stops.
-func run(opts options) error {
+// startManager starts the manager with the MoveOperation reconciler, and
+// blocks until it stops.
+func startManager(opts options) error {
 	restConfig := ctrl.GetConfigOrDie()
 	restConfig.QPS = float32(opts.qps)
 	restConfig.Burst = opts.burst

@@ -55,23 +55,23 @@ func (r *MoveOperationReconciler) installBypass(ctx context.Context, s *scope, t
 // It is a preamble (see substeps.go): prepare calls it, for the phases
 // and sub-steps whose preamble says so.
 func (r *MoveOperationReconciler) followIdentities(ctx context.Context, s *scope, target *remote.Target) error {
-	run := r.runFor(s.mo.UID)
-	if !run.hasFinished(anyPhase, sourceIdentityFollowed) {
+	mem := r.memoOf(s.mo.UID)
+	if !mem.hasFinished(anyPhase, sourceIdentityFollowed) {
 		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterSource, client: r.Source}); err != nil {
 			return err
 		}
-		run.finish(anyPhase, sourceIdentityFollowed)
+		mem.finish(anyPhase, sourceIdentityFollowed)
 	}
-	if target != nil && run.followedTarget != target {
+	if target != nil && mem.followedTarget != target {
 		if err := r.followIdentity(ctx, s, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client}); err != nil {
 			return err
 		}
-		run.followedTarget = target
+		mem.followedTarget = target
 	}
 	return nil
 }
 
-// sourceIdentityFollowed is recorded in the run (see run.finished), for
+// sourceIdentityFollowed is recorded in the move's memo (see memo.finished), for
 // whichever phase (anyPhase), once the bypass in the source names the
 // identity the operator runs as: the source's client does not change while
 // the operator runs.

@@ -9,5 +9,5 @@
 // substeps.go), its step as an ordered list of sub-steps, its successor,
 // where a failure or a deletion leads, and how long an error may last.
 // What a restarted operator must find again is in the clusters and the
-// MoveOperation's status, never only in the reconciler's memory (run.go).
+// MoveOperation's status, never only in the reconciler's memory (memo.go).
 package controllers

@@ -670,7 +670,7 @@ func (f *moveFixture) reconcile(spec phaseSpec) (outcome, error) {
 func (f *moveFixture) copyGroups(n int32) {
 	f.t.Helper()
 	for range 10 * (n + 1) {
-		if p := f.mo.Status.Progress; p != nil && p.CopiedGroups >= n && !f.r.runFor(f.mo.UID).copyStarted.IsZero() {
+		if p := f.mo.Status.Progress; p != nil && p.CopiedGroups >= n && !f.r.memoOf(f.mo.UID).copyStarted.IsZero() {
 			return
 		}
 		o, err := f.reconcile(specOf(movev1alpha1.PhaseCopying))
@@ -699,8 +699,8 @@ func (f *moveFixture) elapse(d time.Duration) {
 	if p := mo.Status.Progress; p != nil {
 		back(p.LastProgressTime)
 	}
-	run := f.r.runFor(mo.UID)
-	for _, t := range []*time.Time{&run.copyStarted, &run.lastCopied} {
+	mem := f.r.memoOf(mo.UID)
+	for _, t := range []*time.Time{&mem.copyStarted, &mem.lastCopied} {
 		if !t.IsZero() {
 			*t = t.Add(-d)
 		}

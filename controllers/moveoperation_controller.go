@@ -67,9 +67,9 @@ type MoveOperationReconciler struct {
 	// each distinct error is logged once, not on every retry.
 	lastErrors sync.Map
 
-	// runs caches, per MoveOperation UID, what is costly to rebuild on every
+	// memos caches, per MoveOperation UID, what is costly to rebuild on every
 	// reconcile (the plan, the copier). Losing it costs time, never safety.
-	runs sync.Map
+	memos sync.Map
 
 	// sourceTypes keeps the source's kinds between the phases that read
 	// them, read again whole only when a CRD changed.

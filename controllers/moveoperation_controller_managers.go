@@ -66,16 +66,16 @@ func (r *MoveOperationReconciler) managersSeen(ctx context.Context, s *scope, c 
 	case movev1alpha1.PhasePending, movev1alpha1.PhaseValidating:
 		return r.managersOf(ctx, s.mo, c, role)
 	}
-	run := r.runFor(s.mo.UID)
+	mem := r.memoOf(s.mo.UID)
 	reuse := phaseOf(s.mo) != movev1alpha1.PhaseRecording
-	if keys, ok := run.perClient.managersOf(c); ok && reuse {
+	if keys, ok := mem.perClient.managersOf(c); ok && reuse {
 		return keys, nil
 	}
 	keys, err := r.managersOf(ctx, s.mo, c, role)
 	if err != nil {
 		return nil, err
 	}
-	run.perClient.keepManagers(c, keys)
+	mem.perClient.keepManagers(c, keys)
 	return keys, nil
 }
 

@@ -26,7 +26,7 @@ var copyingPhase = phaseSpec{
 	errorBound: &errorBound{
 		timeouts: "spec.timeouts.copy", reason: movev1alpha1.ReasonCopyTimeout, stuck: "made no progress for",
 		bound: func(spec movev1alpha1.MoveOperationSpec) time.Duration { return spec.Timeouts.CopyTimeout() },
-		since: func(r *MoveOperationReconciler, s *scope) time.Time { return lastCopyProgress(s, r.runFor(s.mo.UID)) },
+		since: func(r *MoveOperationReconciler, s *scope) time.Time { return lastCopyProgress(s, r.memoOf(s.mo.UID)) },
 	},
 }
 
@@ -34,8 +34,8 @@ var copyingPhase = phaseSpec{
 // it last copied a group further than before, or, in this operator's run,
 // when the run began Copying or last copied a group (again, after a
 // restart).
-func lastCopyProgress(s *scope, run *run) time.Time {
-	return latest(lastFurtherCopy(s), run.copyStarted, run.lastCopied)
+func lastCopyProgress(s *scope, mem *memo) time.Time {
+	return latest(lastFurtherCopy(s), mem.copyStarted, mem.lastCopied)
 }
 
 // lastFurtherCopy is when Copying began or last copied a group further
@@ -74,14 +74,14 @@ const maxCopyStarts = 3
 // the move rolls back. The count is written before the run goes on; a
 // count lost to a status conflict allows one restart more.
 func (r *MoveOperationReconciler) startCopyRun(_ context.Context, s *scope) (outcome, error) {
-	mo, run := s.mo, r.runFor(s.mo.UID)
+	mo, mem := s.mo, r.memoOf(s.mo.UID)
 	if mo.Status.Progress == nil {
 		mo.Status.Progress = &movev1alpha1.MoveProgress{}
 	}
 	progress := mo.Status.Progress
 	progress.CopyStarts++
-	run.copyStarted = time.Now()
-	run.copiedBefore = int(progress.CopiedGroups)
+	mem.copyStarted = time.Now()
+	mem.copiedBefore = int(progress.CopiedGroups)
 	timeout := mo.Spec.Timeouts.CopyTimeout()
 	if progress.CopyStarts > maxCopyStarts && time.Since(lastFurtherCopy(s)) > timeout {
 		return failWith(movev1alpha1.ReasonCopyInterrupted, fmt.Sprintf(
@@ -111,12 +111,12 @@ func (r *MoveOperationReconciler) startCopyRun(_ context.Context, s *scope) (out
 // counts as progress.
 var copyingSteps = []subStep{
 	// Before anything else of this run, the target included.
-	{name: "count the run", finished: func(run *run) bool { return !run.copyStarted.IsZero() }, do: (*MoveOperationReconciler).startCopyRun},
+	{name: "count the run", finished: func(mem *memo) bool { return !mem.copyStarted.IsZero() }, do: (*MoveOperationReconciler).startCopyRun},
 	{name: "follow the target", preamble: bothBypasses, do: (*MoveOperationReconciler).followTarget},
-	{name: "record the plan", finished: func(run *run) bool { return run.copyPlan != nil }, do: (*MoveOperationReconciler).startCopying},
+	{name: "record the plan", finished: func(mem *memo) bool { return mem.copyPlan != nil }, do: (*MoveOperationReconciler).startCopying},
 	{name: "count the progress", do: (*MoveOperationReconciler).countCopyProgress},
 	// Repeats, one group per reconcile, until none is left.
-	{name: "copy the next group", finished: func(run *run) bool { return run.nextCopy >= len(run.copyPlan.Groups) }, do: (*MoveOperationReconciler).copyNextGroup},
+	{name: "copy the next group", finished: func(mem *memo) bool { return mem.nextCopy >= len(mem.copyPlan.Groups) }, do: (*MoveOperationReconciler).copyNextGroup},
 	{name: "verify before deleting", once: true, do: (*MoveOperationReconciler).verifyBeforeDeleting},
 	// The last chance to roll back: nothing deletes with a provider running.
 	{name: "check still stopped", do: (*MoveOperationReconciler).checkStillStopped},
@@ -128,17 +128,17 @@ var copyingSteps = []subStep{
 // run copies the groups an earlier run copied again: they are in the
 // target, and stay counted.
 func (r *MoveOperationReconciler) countCopyProgress(_ context.Context, s *scope) (outcome, error) {
-	run := r.runFor(s.mo.UID)
-	setCopyProgress(progressOf(s.mo, run.copyPlan), run.copyPlan, max(run.nextCopy, run.copiedBefore))
+	mem := r.memoOf(s.mo.UID)
+	setCopyProgress(progressOf(s.mo, mem.copyPlan), mem.copyPlan, max(mem.nextCopy, mem.copiedBefore))
 	return done(), nil
 }
 
 // copyNextGroup copies the plan's next group and counts it: one group per
 // reconcile, so that progress is written after each.
 func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope) (outcome, error) {
-	mo, run, target := s.mo, r.runFor(s.mo.UID), s.target
-	plan := run.copyPlan
-	if _, err := run.copier.CopyGroup(ctx, run.nextCopy); err != nil {
+	mo, mem, target := s.mo, r.memoOf(s.mo.UID), s.target
+	plan := mem.copyPlan
+	if _, err := mem.copier.CopyGroup(ctx, mem.nextCopy); err != nil {
 		var conflict *move.ConflictError
 		if errors.As(err, &conflict) {
 			return failWith(movev1alpha1.ReasonTargetConflict, fmt.Sprintf("%s; the move is rolled back: delete it from the target or leave its cluster out of the move", conflict.Error())), nil
@@ -150,23 +150,23 @@ func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope) (
 		if errors.As(err, &vanished) {
 			return failWith(movev1alpha1.ReasonObjectsChanged, vanished.Error()+"; the move is rolled back: stop whatever deletes them and create a new MoveOperation"), nil
 		}
-		deadline := lastCopyProgress(s, run).Add(mo.Spec.Timeouts.CopyTimeout())
+		deadline := lastCopyProgress(s, mem).Add(mo.Spec.Timeouts.CopyTimeout())
 		if apierrors.IsUnauthorized(err) {
 			return r.copyUnauthorized(ctx, s, target, deadline, err)
 		}
 		return outcome{}, fmt.Errorf("copying group %d of %d to the target %s (the move rolls back if it makes no progress by %s): %w",
-			run.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
+			mem.nextCopy+1, len(plan.Groups), target.Server, deadline.UTC().Format(time.RFC3339), err)
 	}
-	run.nextCopy++
-	run.lastCopied = time.Now()
+	mem.nextCopy++
+	mem.lastCopied = time.Now()
 	progress := progressOf(mo, plan)
-	if run.nextCopy > run.copiedBefore {
-		run.copiedBefore = run.nextCopy
-		progress.LastProgressTime = ptrTime(run.lastCopied)
+	if mem.nextCopy > mem.copiedBefore {
+		mem.copiedBefore = mem.nextCopy
+		progress.LastProgressTime = ptrTime(mem.lastCopied)
 		progress.CopyStarts = 1
 	}
-	setCopyProgress(progress, plan, run.copiedBefore)
-	objectsCopied.Add(float64(len(plan.Groups[run.nextCopy-1])))
+	setCopyProgress(progress, plan, mem.copiedBefore)
+	objectsCopied.Add(float64(len(plan.Groups[mem.nextCopy-1])))
 	return progressed(), nil
 }
 
@@ -174,12 +174,12 @@ func (r *MoveOperationReconciler) copyNextGroup(ctx context.Context, s *scope) (
 // point of no return: the moved set must not have changed, and the source
 // must accept the deletions.
 func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *scope) (outcome, error) {
-	mo, run := s.mo, r.runFor(s.mo.UID)
-	plan := run.copyPlan
+	mo, mem := s.mo, r.memoOf(s.mo.UID)
+	plan := mem.copyPlan
 	// The copier's maps (every copied object's target UID) are not
 	// needed once the last group is copied: free them before the
 	// source is read whole again, which is the move's memory peak.
-	run.copier = nil
+	mem.copier = nil
 	changed, err := r.movedSetChanged(ctx, mo, plan)
 	if err != nil {
 		return outcome{}, err
@@ -209,7 +209,7 @@ func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *s
 // prepares the copier, which recognises the copies this move made and
 // records each group's as it goes.
 func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope) (outcome, error) {
-	mo, run, target := s.mo, r.runFor(s.mo.UID), s.target
+	mo, mem, target := s.mo, r.memoOf(s.mo.UID), s.target
 	plan, o, err := r.recordPlan(ctx, mo, target)
 	if err != nil || !o.isDone() {
 		return o, err
@@ -232,16 +232,16 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope) (o
 		}
 		copier.CarryStatus(move.StatusSubresources(targetTypes))
 	}
-	run.copyPlan = plan
-	run.copyTarget, run.copyTargetOf, run.copyTargetID = copyTarget, target, targetID
-	run.copier = copier.RecognizeCopiesIn(targetID).
+	mem.copyPlan = plan
+	mem.copyTarget, mem.copyTargetOf, mem.copyTargetID = copyTarget, target, targetID
+	mem.copier = copier.RecognizeCopiesIn(targetID).
 		WithCopies(copies).
 		OnCopied(func(ctx context.Context, group int, uids []types.UID) error {
 			return planrecord.SaveCopies(ctx, r.Source, mo, group, uids)
 		})
 	// After a restart every group is copied again: what is already there,
 	// this move's copy, counts as progress.
-	run.nextCopy = 0
+	mem.nextCopy = 0
 	return done(), nil
 }
 
@@ -253,8 +253,8 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope) (o
 // names another cluster drops the copier instead, whose UIDs are the old
 // cluster's: Copying starts again there, as after a restart.
 func (r *MoveOperationReconciler) followTarget(ctx context.Context, s *scope) (outcome, error) {
-	run, target := r.runFor(s.mo.UID), s.target
-	if run.copier == nil || run.copyTargetOf == target {
+	mem, target := r.memoOf(s.mo.UID), s.target
+	if mem.copier == nil || mem.copyTargetOf == target {
 		return done(), nil
 	}
 	logger := log.FromContext(ctx)
@@ -262,13 +262,13 @@ func (r *MoveOperationReconciler) followTarget(ctx context.Context, s *scope) (o
 	if err != nil {
 		return outcome{}, fmt.Errorf("target cluster: %w", err)
 	}
-	if id != run.copyTargetID {
+	if id != mem.copyTargetID {
 		logger.Info("the target Secret now names another cluster: copying every group again there", "server", target.Server)
-		run.copyPlan, run.copier, run.copyTarget, run.copyTargetOf = nil, nil, nil, nil
+		mem.copyPlan, mem.copier, mem.copyTarget, mem.copyTargetOf = nil, nil, nil, nil
 		return done(), nil
 	}
 	logger.Info("the target Secret holds a new kubeconfig: copying on with it", "server", target.Server)
-	run.copyTarget.Client, run.copyTargetOf = target.Client, target
+	mem.copyTarget.Client, mem.copyTargetOf = target.Client, target
 	return done(), nil
 }
 

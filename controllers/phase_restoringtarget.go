@@ -34,7 +34,7 @@ var restoringTargetSteps = []subStep{
 	{name: "restart the source past the timeout", runs: ifUnfinished, do: (*MoveOperationReconciler).restartSourcePastTimeout},
 }
 
-// targetScaledUp is recorded in the run (see run.finished) once
+// targetScaledUp is recorded in the move's memo (see memo.finished) once
 // RestoringTarget has scaled the target's controllers back (see
 // restartControllers), which lets the source's providers start.
 const targetScaledUp = "the target's controllers scaled up"
@@ -66,7 +66,7 @@ func (r *MoveOperationReconciler) restartSourcePastTimeout(ctx context.Context, 
 // the scale-ups go target first, as before. RestoringSource then waits for
 // the source's providers, which have been starting meanwhile.
 func (r *MoveOperationReconciler) startSourceProviders(ctx context.Context, s *scope) (outcome, error) {
-	if !r.runFor(s.mo.UID).hasFinished(movev1alpha1.PhaseRestoringTarget, targetScaledUp) {
+	if !r.memoOf(s.mo.UID).hasFinished(movev1alpha1.PhaseRestoringTarget, targetScaledUp) {
 		return waitFor(r.PollInterval, "waiting for the target's controllers to be scaled up"), nil
 	}
 	look, err := oneLook(s, r.Source)

@@ -44,9 +44,9 @@ const (
 // targetDownWhileCleared: in a rollback, the target's controllers are at
 // zero once the source is restored and until what the move created there
 // is deleted (they come back after that); the source's are restored first.
-func targetDownWhileCleared(run *run, role movev1alpha1.ClusterRole) bool {
-	return role == movev1alpha1.ClusterTarget && run.hasFinished(movev1alpha1.PhaseRollingBack, sourceRestored) &&
-		!run.hasFinished(movev1alpha1.PhaseRollingBack, targetCleared)
+func targetDownWhileCleared(mem *memo, role movev1alpha1.ClusterRole) bool {
+	return role == movev1alpha1.ClusterTarget && mem.hasFinished(movev1alpha1.PhaseRollingBack, sourceRestored) &&
+		!mem.hasFinished(movev1alpha1.PhaseRollingBack, targetCleared)
 }
 
 func (r *MoveOperationReconciler) restoreSourceInRollback(ctx context.Context, s *scope) (outcome, error) {
@@ -73,8 +73,8 @@ func (r *MoveOperationReconciler) clearTarget(ctx context.Context, s *scope) (ou
 }
 
 func (r *MoveOperationReconciler) clearTargetOf(ctx context.Context, s *scope, target *remote.Target) error {
-	mo, run := s.mo, r.runFor(s.mo.UID)
-	if run.copyPlan == nil {
+	mo, mem := s.mo, r.memoOf(s.mo.UID)
+	if mem.copyPlan == nil {
 		// None recorded means the move failed before it copied anything.
 		recorded, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
 		if err != nil {
@@ -83,7 +83,7 @@ func (r *MoveOperationReconciler) clearTargetOf(ctx context.Context, s *scope, t
 		if !found {
 			recorded = graph.NewPlan(nil)
 		}
-		run.copyPlan = recorded
+		mem.copyPlan = recorded
 	}
 	targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
 	if err != nil {
@@ -93,6 +93,6 @@ func (r *MoveOperationReconciler) clearTargetOf(ctx context.Context, s *scope, t
 	if err != nil {
 		return fmt.Errorf("reading the record of the copies: %w", err)
 	}
-	_, err = move.Rollback(ctx, target.Client, targetTypes, run.copyPlan, string(mo.UID), copies, r.Move)
+	_, err = move.Rollback(ctx, target.Client, targetTypes, mem.copyPlan, string(mo.UID), copies, r.Move)
 	return err
 }

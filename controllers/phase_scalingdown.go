@@ -56,15 +56,15 @@ func (r *MoveOperationReconciler) pauseStep(ctx context.Context, s *scope) (outc
 	if err := move.Pause(ctx, r.Source, plan, string(s.mo.UID), r.Move); err != nil {
 		return outcome{}, err
 	}
-	r.runFor(s.mo.UID).pausePlan = plan
+	r.memoOf(s.mo.UID).pausePlan = plan
 	return done(), nil
 }
 
 // unblockedStep waits until no paused object carries block-move: its
 // provider is finishing work that must not be interrupted.
 func (r *MoveOperationReconciler) unblockedStep(ctx context.Context, s *scope) (outcome, error) {
-	run := r.runFor(s.mo.UID)
-	blockers, err := move.Blockers(ctx, r.Source, run.pausePlan)
+	mem := r.memoOf(s.mo.UID)
+	blockers, err := move.Blockers(ctx, r.Source, mem.pausePlan)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -78,7 +78,7 @@ func (r *MoveOperationReconciler) unblockedStep(ctx context.Context, s *scope) (
 	}
 	// The plan has served: Copying records its own, and a fleet's plan
 	// held for the rest of the move would add to the copy's memory.
-	run.pausePlan = nil
+	mem.pausePlan = nil
 	return done(), nil
 }
 

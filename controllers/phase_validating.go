@@ -43,7 +43,7 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			return r.Targets.Get(ctx, mo.Namespace, mo.Spec.Target.KubeconfigSecretRef)
 		},
 	}
-	if err := preflight.Run(ctx, e, preflight.Checks()); err != nil {
+	if err := preflight.Evaluate(ctx, e, preflight.Checks()); err != nil {
 		return outcome{}, err
 	}
 	if o, stop := verdict(e.Findings); stop {
@@ -69,7 +69,7 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 	mo.Status.Plan = e.Plan.Summary()
 	mo.Status.Plan.GitOps = e.GitOps
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(e.Plan.Len())}
-	r.runFor(mo.UID).reset()
+	r.memoOf(mo.UID).reset()
 	return done(), nil
 }
 

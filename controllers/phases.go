@@ -80,7 +80,7 @@ type route struct {
 	// move stopped is meant to be at zero in the phase, so that every
 	// webhook they serve must let the operator through (see
 	// reassertBypassAfter); nil where none is.
-	controllersDown func(run *run, role movev1alpha1.ClusterRole) bool
+	controllersDown func(mem *memo, role movev1alpha1.ClusterRole) bool
 }
 
 // routes is the state machine on one screen: for each phase, where
@@ -140,7 +140,7 @@ func sincePhaseStarted(_ *MoveOperationReconciler, s *scope) time.Time { return 
 
 // downInBoth: the move's controllers are at zero in both clusters for the
 // whole phase (ScalingDown to Deleting).
-func downInBoth(*run, movev1alpha1.ClusterRole) bool { return true }
+func downInBoth(*memo, movev1alpha1.ClusterRole) bool { return true }
 
 // successor is the phase that follows p when its step is done.
 func (p phaseSpec) successor(mo *movev1alpha1.MoveOperation) movev1alpha1.MovePhase {
@@ -194,7 +194,7 @@ func Path() []movev1alpha1.MovePhase {
 func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) (ctrl.Result, error) {
 	spec := specOf(phaseOf(s.mo))
 	if len(spec.steps) == 0 { // Done and Failed: nothing left to do but let go.
-		r.runs.Delete(s.mo.UID)
+		r.memos.Delete(s.mo.UID)
 		return ctrl.Result{}, r.release(ctx, s.mo)
 	}
 	o, err := r.runPhase(ctx, s, spec)
@@ -263,7 +263,7 @@ func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope)
 			return ctrl.Result{}, err
 		}
 		s.removeFinalizer = true
-		r.runs.Delete(mo.UID)
+		r.memos.Delete(mo.UID)
 		return ctrl.Result{}, nil
 	case deletionRollsBack:
 		s.fail(movev1alpha1.ReasonDeletedBeforeCompletion,

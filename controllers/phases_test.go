@@ -478,12 +478,12 @@ func TestTheControllersAreDownFromScalingDownToDeletingAndInARollbacksTargetUnti
 			}{{"before the source is restored", false, false}, {"once the source is restored", true, false}, {"once the target is cleared", true, true}} {
 				s := &scope{mo: moveIn(pathTo(p)...)}
 				s.mo.UID = types.UID(fmt.Sprintf("%s-%s-%t-%t", p, role, st.sourceRestored, st.targetCleared))
-				run := r.runFor(s.mo.UID)
+				mem := r.memoOf(s.mo.UID)
 				if st.sourceRestored {
-					run.finish(movev1alpha1.PhaseRollingBack, sourceRestored)
+					mem.finish(movev1alpha1.PhaseRollingBack, sourceRestored)
 				}
 				if st.targetCleared {
-					run.finish(movev1alpha1.PhaseRollingBack, targetCleared)
+					mem.finish(movev1alpha1.PhaseRollingBack, targetCleared)
 				}
 				want := both[p] || (p == movev1alpha1.PhaseRollingBack && role == movev1alpha1.ClusterTarget && st.sourceRestored && !st.targetCleared)
 				if got := r.controllersDown(s, role); got != want {

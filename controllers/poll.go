@@ -16,12 +16,12 @@ const minPoll = 100 * time.Millisecond
 // each of a move's waits; one that lasts looks no more often than
 // PollInterval. step names the wait within the phase.
 func (r *MoveOperationReconciler) poll(s *scope, step, message string) outcome {
-	run := r.runFor(s.mo.UID)
+	mem := r.memoOf(s.mo.UID)
 	key := string(s.mo.Status.Phase) + "/" + step
-	if run.waiting != key {
-		run.waiting, run.waitingSince = key, time.Now()
+	if mem.waiting != key {
+		mem.waiting, mem.waitingSince = key, time.Now()
 	}
-	return waitFor(pollAfter(time.Since(run.waitingSince), r.PollInterval), "waiting: "+message)
+	return waitFor(pollAfter(time.Since(mem.waitingSince), r.PollInterval), "waiting: "+message)
 }
 
 // pollAfter is how long a wait that has lasted waited looks again after.

@@ -39,12 +39,12 @@ func TestAWaitIsTimedFromWhenItsStepBeganToWaitInItsPhase(t *testing.T) {
 	g.Expect(first.message).To(Equal("waiting: controller pods still running"))
 
 	// The same wait, a while later, looks again less often.
-	r.runFor(mo.UID).waitingSince = time.Now().Add(-3 * time.Second)
+	r.memoOf(mo.UID).waitingSince = time.Now().Add(-3 * time.Second)
 	g.Expect(r.poll(s, "stop", "controller pods still running").after).To(Equal(time.Second))
 
 	// Another step's wait, or the same step in another phase, begins anew.
 	g.Expect(r.poll(s, "block-move", "blocked").after).To(Equal(minPoll))
-	r.runFor(mo.UID).waitingSince = time.Now().Add(-3 * time.Second)
+	r.memoOf(mo.UID).waitingSince = time.Now().Add(-3 * time.Second)
 	mo.Status.Phase = movev1alpha1.PhaseRestoringTarget
 	g.Expect(r.poll(s, "block-move", "blocked").after).To(Equal(minPoll))
 }

@@ -89,7 +89,7 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 	}
 	r.reportGone(ctx, s, role, restart.Gone)
 	if role == movev1alpha1.ClusterTarget && phaseOf(mo) == movev1alpha1.PhaseRestoringTarget {
-		r.runFor(mo.UID).finish(movev1alpha1.PhaseRestoringTarget, targetScaledUp)
+		r.memoOf(mo.UID).finish(movev1alpha1.PhaseRestoringTarget, targetScaledUp)
 	}
 	if len(restart.Unavailable) > 0 {
 		timeout := mo.Spec.Timeouts.ScaleUpTimeout()
@@ -185,7 +185,7 @@ func (r *MoveOperationReconciler) recordCopiesOfKept(ctx context.Context, s *sco
 // let the operator through: the phase table's controllersDown column says.
 func (r *MoveOperationReconciler) controllersDown(s *scope, role movev1alpha1.ClusterRole) bool {
 	down := specOf(phaseOf(s.mo)).controllersDown
-	return down != nil && down(r.runFor(s.mo.UID), role)
+	return down != nil && down(r.memoOf(s.mo.UID), role)
 }
 
 // controllersToRestore returns the controllers of one cluster that this

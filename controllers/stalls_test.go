@@ -58,9 +58,9 @@ func (m *stalledMove) restart() {
 	m.recorder = events.NewFakeRecorder(100)
 	m.r.Recorder = m.recorder
 	m.r.clock = func() time.Time { return m.clock }
-	run := m.r.runFor(m.mo.UID)
-	run.finish(movev1alpha1.PhaseRollingBack, sourceRestored)
-	run.finish(anyPhase, sourceIdentityFollowed)
+	mem := m.r.memoOf(m.mo.UID)
+	mem.finish(movev1alpha1.PhaseRollingBack, sourceRestored)
+	mem.finish(anyPhase, sourceIdentityFollowed)
 }
 
 // reconcileAt reconciles the move when the clock says at, and returns the

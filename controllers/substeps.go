@@ -26,13 +26,13 @@ type subStep struct {
 	//     progress is recomputed, and a restarted operator finds it from
 	//     the clusters again;
 	//   - once: it is done once per operator run, which the run records
-	//     generically (see run.finished): each such sub-step is idempotent,
-	//     so that a restarted operator, which starts with an empty run,
+	//     generically (see memo.finished): each such sub-step is idempotent,
+	//     so that a restarted operator, which starts with an empty memo,
 	//     does it again and reaches the same result (the bypass finds
 	//     itself installed, the pause its objects paused);
 	//   - neither: it looks at the clusters on every reconcile (the pods
 	//     still running, the controllers still stopped).
-	finished func(*run) bool
+	finished func(*memo) bool
 	once     bool
 	// runs says whether it runs when a sub-step before it did not finish.
 	runs runsWhen
@@ -118,15 +118,15 @@ func (r *MoveOperationReconciler) runPhase(ctx context.Context, s *scope, spec p
 // when the last one is. Once one did not finish, only those that run
 // regardless (runs) are run after it.
 func (r *MoveOperationReconciler) runSubSteps(ctx context.Context, s *scope, phase movev1alpha1.MovePhase, steps []subStep) (outcome, error) {
-	run := r.runFor(s.mo.UID)
+	mem := r.memoOf(s.mo.UID)
 	o, err := done(), error(nil)
 	for _, st := range steps {
-		if !st.runsAfter(o, err) || st.isFinished(run, phase) {
+		if !st.runsAfter(o, err) || st.isFinished(mem, phase) {
 			continue
 		}
 		so, serr := r.runSubStep(ctx, s, st)
 		if serr == nil && so.isDone() && st.once {
-			run.finish(phase, st.name)
+			mem.finish(phase, st.name)
 		}
 		o, err = st.merge(o, err, so, serr)
 	}
@@ -158,11 +158,11 @@ func (st subStep) runsAfter(o outcome, err error) bool {
 	return finished
 }
 
-func (st subStep) isFinished(run *run, phase movev1alpha1.MovePhase) bool {
+func (st subStep) isFinished(mem *memo, phase movev1alpha1.MovePhase) bool {
 	if st.finished != nil {
-		return st.finished(run)
+		return st.finished(mem)
 	}
-	return st.once && run.hasFinished(phase, st.name)
+	return st.once && mem.hasFinished(phase, st.name)
 }
 
 // merge is how the list's run ended once the sub-step ended with so and
@@ -182,14 +182,14 @@ func (st subStep) merge(o outcome, err error, so outcome, serr error) (outcome, 
 }
 
 // finishedKey names a sub-step, or a milestone within one, in
-// run.finished.
+// memo.finished.
 func finishedKey(phase movev1alpha1.MovePhase, name string) string {
 	return string(phase) + "/" + name
 }
 
 // finish records that a sub-step (or a milestone within one) of a phase
 // finished in this operator's run.
-func (r *run) finish(phase movev1alpha1.MovePhase, name string) {
+func (r *memo) finish(phase movev1alpha1.MovePhase, name string) {
 	if r.finished == nil {
 		r.finished = map[string]bool{}
 	}
@@ -198,6 +198,6 @@ func (r *run) finish(phase movev1alpha1.MovePhase, name string) {
 
 // hasFinished reports whether a sub-step (or a milestone within one) of a
 // phase finished in this operator's run.
-func (r *run) hasFinished(phase movev1alpha1.MovePhase, name string) bool {
+func (r *memo) hasFinished(phase movev1alpha1.MovePhase, name string) bool {
 	return r.finished[finishedKey(phase, name)]
 }

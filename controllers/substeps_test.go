@@ -78,7 +78,7 @@ func TestSubStepsResumeFromTheFirstUnfinishedAndAFreshRunRedoesThoseDoneOnce(t *
 	steps := []subStep{
 		{name: "once", once: true, do: l.step("once")},
 		{name: "every reconcile", do: l.step("every reconcile")},
-		{name: "recomputed", finished: func(*run) bool { return groupsLeft == 0 }, do: func(r *MoveOperationReconciler, ctx context.Context, s *scope) (outcome, error) {
+		{name: "recomputed", finished: func(*memo) bool { return groupsLeft == 0 }, do: func(r *MoveOperationReconciler, ctx context.Context, s *scope) (outcome, error) {
 			groupsLeft--
 			return l.step("recomputed")(r, ctx, s)
 		}},

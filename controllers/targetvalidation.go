@@ -25,8 +25,8 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	if mode == "" {
 		mode = movev1alpha1.TargetValidationSample
 	}
-	run := r.runFor(mo.UID)
-	if mode == movev1alpha1.TargetValidationNone || run.hasFinished(movev1alpha1.PhaseRestoringTarget, targetValidated) {
+	mem := r.memoOf(mo.UID)
+	if mode == movev1alpha1.TargetValidationNone || mem.hasFinished(movev1alpha1.PhaseRestoringTarget, targetValidated) {
 		return
 	}
 	plan, err := r.recordedPlan(ctx, mo)
@@ -41,7 +41,7 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	began := time.Now()
 	refusals, err := move.ValidateInTarget(ctx, target, objects, r.Move)
 	if err == nil {
-		run.finish(movev1alpha1.PhaseRestoringTarget, targetValidated)
+		mem.finish(movev1alpha1.PhaseRestoringTarget, targetValidated)
 	}
 	log.FromContext(ctx).Info("checked the moved objects with the target's webhooks", "mode", string(mode),
 		"objects", len(objects), "refused", len(refusals), "duration", time.Since(began).Round(time.Millisecond).String())
@@ -56,7 +56,7 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 		len(refusals), mode, move.JoinRefusals(refusals)))
 }
 
-// targetValidated is recorded in the run (see run.finished) once the moved
+// targetValidated is recorded in the move's memo (see memo.finished) once the moved
 // objects were checked with the target's webhooks: a reconcile that reads
 // a stale MoveOperation from the cache repeats RestoringTarget's last
 // steps; the check need not.

@@ -145,11 +145,11 @@ func Checks() []Check {
 	}
 }
 
-// Run runs the checks in order, every one of them, so that a dry run
+// Evaluate runs the checks in order, every one of them, so that a dry run
 // reports every finding at once, not only the first; once the access check
 // has found access missing, only the checks that read no more than it did
 // run (see readsOnlyWhatAccessNeeds).
-func Run(ctx context.Context, e *Env, checks []Check) error {
+func Evaluate(ctx context.Context, e *Env, checks []Check) error {
 	for _, c := range checks {
 		if e.creatorRefused {
 			break

@@ -75,7 +75,7 @@ func TestMissingAccessIsAFindingAndTheChecksThatNeedItDoNotRun(t *testing.T) {
 			}
 			laterRan := false
 			checks = append(checks, preflight.Check{Name: "plan", Run: func(context.Context, *preflight.Env) error { laterRan = true; return nil }})
-			if err := preflight.Run(context.Background(), e, checks); err != nil {
+			if err := preflight.Evaluate(context.Background(), e, checks); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

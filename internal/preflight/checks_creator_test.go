@@ -71,7 +71,7 @@ func TestTheCreatorIsCheckedFirstAndARefusalEndsTheChecks(t *testing.T) {
 			}
 			laterRan := false
 			checks = append(checks, preflight.Check{Name: "selectors", Run: func(context.Context, *preflight.Env) error { laterRan = true; return nil }})
-			if err := preflight.Run(context.Background(), e, checks); err != nil {
+			if err := preflight.Evaluate(context.Background(), e, checks); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

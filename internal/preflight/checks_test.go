@@ -47,7 +47,7 @@ func TestEveryCheckRunsAndEveryFindingIsReportedInOrder(t *testing.T) {
 			checks = append(checks, c)
 		}
 	}
-	if err := preflight.Run(context.Background(), e, checks); err != nil {
+	if err := preflight.Evaluate(context.Background(), e, checks); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

@@ -16,16 +16,16 @@ import (
 	"github.com/move-operator/move-operator/internal/remote"
 )
 
-// run is what the reconciler keeps in memory between reconciles of one
+// memo is what the reconciler keeps in memory between reconciles of one
 // MoveOperation, to avoid reading every object again for every group. All
 // of it can be rebuilt from the clusters: a restarted operator starts with
-// an empty run and reaches the same result.
-type run struct {
+// an empty memo and reaches the same result.
+type memo struct {
 	// finished records, by phase and name, the sub-steps done once per
 	// operator run (subStep.once) that finished, and a few milestones
 	// within one (the target's controllers scaled up in RestoringTarget,
 	// the moved objects checked with its webhooks, the source's identity
-	// followed): see run.finish. Each of them is idempotent, so a
+	// followed): see memo.finish. Each of them is idempotent, so a
 	// restarted operator, which starts with none recorded, does them again
 	// and reaches the same result. A phase is entered once per move, so
 	// the records of a phase left behind are never read again.
@@ -90,12 +90,12 @@ type run struct {
 type retargetable struct{ client.Client }
 
 // reset forgets everything: the plan changed.
-func (r *run) reset() { *r = run{} }
+func (r *memo) reset() { *r = memo{} }
 
 // runFor returns the run of a MoveOperation, creating it when absent.
-func (r *MoveOperationReconciler) runFor(uid types.UID) *run {
-	v, _ := r.runs.LoadOrStore(uid, &run{})
-	return v.(*run)
+func (r *MoveOperationReconciler) memoOf(uid types.UID) *memo {
+	v, _ := r.memos.LoadOrStore(uid, &memo{})
+	return v.(*memo)
 }
 
 // perClient keeps what a run learnt of a cluster, per client of it: a
@@ -169,7 +169,7 @@ func (p *perClient) keepManagers(c client.Client, keys []types.NamespacedName) {
 // bypass, the check of a shared identity and following a rotated
 // credential each asked it again: a request each.
 func (r *MoveOperationReconciler) whoAmI(ctx context.Context, s *scope, c client.Client) (identity.Identity, error) {
-	ids := &r.runFor(s.mo.UID).perClient
+	ids := &r.memoOf(s.mo.UID).perClient
 	if who, ok := ids.identityOf(c); ok {
 		return who, nil
 	}
