@@ -21,6 +21,12 @@ type outcome struct {
 	// message says what the move waits for (wait), what a human must do
 	// (stall), or why the move cannot go on (fail).
 	message string
+	// reached names the milestones within the sub-step that it passed,
+	// whatever its outcome (the target's controllers scaled up while the
+	// step waits for them to be Available): the driver records them in the
+	// move's memo under the phase (see runSubSteps), as it records a
+	// sub-step done once.
+	reached []string
 }
 
 type outcomeKind int
@@ -60,6 +66,12 @@ func stallOn(after time.Duration, reason, message string) outcome {
 
 func failWith(reason, message string) outcome {
 	return outcome{kind: outcomeFail, reason: reason, message: message}
+}
+
+// reaching returns o with the milestones passed on the way to it.
+func (o outcome) reaching(milestones ...string) outcome {
+	o.reached = append(append([]string(nil), o.reached...), milestones...)
+	return o
 }
 
 // isDone reports whether a part of a step finished, so that the step goes

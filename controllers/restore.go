@@ -60,12 +60,14 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 	if err != nil {
 		return outcome{}, err
 	}
-	if o, err := r.restartControllers(ctx, s, look, role, controllers); err != nil || !o.isDone() {
-		return o, err
+	restarted, err := r.restartControllers(ctx, s, look, role, controllers)
+	if err != nil || !restarted.isDone() {
+		return restarted, err
 	}
+	finished := done()
 	if finish {
-		if o, err := r.finishRestore(ctx, s, c, role, noteCopies); err != nil || !o.isDone() {
-			return o, err
+		if finished, err = r.finishRestore(ctx, s, c, role, noteCopies); err != nil || !finished.isDone() {
+			return finished.reaching(restarted.reached...), err
 		}
 	}
 	if err := quiesce.RemoveBypass(ctx, look); err != nil {
@@ -74,7 +76,7 @@ func (r *MoveOperationReconciler) restore(ctx context.Context, s *scope, c clien
 	if err := quiesce.Forget(ctx, look, controllers); err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	return done(), nil
+	return done().reaching(restarted.reached...).reaching(finished.reached...), nil
 }
 
 // restartControllers scales one cluster's controllers back, the providers
@@ -88,8 +90,9 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	r.reportGone(ctx, s, role, restart.Gone)
+	var reached []string
 	if role == movev1alpha1.ClusterTarget && phaseOf(mo) == movev1alpha1.PhaseRestoringTarget {
-		r.memoOf(mo.UID).finish(movev1alpha1.PhaseRestoringTarget, targetScaledUp)
+		reached = append(reached, targetScaledUp)
 	}
 	if len(restart.Unavailable) > 0 {
 		timeout := mo.Spec.Timeouts.ScaleUpTimeout()
@@ -98,9 +101,9 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 			// Past the point of no return nothing can be undone: keep
 			// waiting, and ask for a human.
 			return stallOn(r.PollInterval, movev1alpha1.ReasonScaleUpTimeout, fmt.Sprintf(
-				"%s after %s (spec.timeouts.scaleUp); check those Deployments' pods; the move goes on once they are Available", msg, timeout)), nil
+				"%s after %s (spec.timeouts.scaleUp); check those Deployments' pods; the move goes on once they are Available", msg, timeout)).reaching(reached...), nil
 		}
-		return r.poll(s, "restart "+string(role), msg), nil
+		return r.poll(s, "restart "+string(role), msg).reaching(reached...), nil
 	}
 	// The webhooks of the providers running again check what follows; those
 	// of a provider that stays at zero (as the user left it) are down, and
@@ -108,7 +111,7 @@ func (r *MoveOperationReconciler) restartControllers(ctx context.Context, s *sco
 	if err := quiesce.RemoveBypassOfRunning(ctx, c, restart.Restored); err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	return done(), nil
+	return done().reaching(reached...), nil
 }
 
 // reportGone says which controllers the move stopped are gone from a
@@ -148,13 +151,14 @@ func (r *MoveOperationReconciler) finishRestore(ctx context.Context, s *scope, c
 			return o, err
 		}
 	}
-	if role == movev1alpha1.ClusterTarget && s.mo.Status.Phase == movev1alpha1.PhaseRestoringTarget {
-		r.validateInTarget(ctx, s, c)
+	var reached []string
+	if role == movev1alpha1.ClusterTarget && s.mo.Status.Phase == movev1alpha1.PhaseRestoringTarget && r.validateInTarget(ctx, s, c) {
+		reached = append(reached, targetValidated)
 	}
 	if _, err := move.Unpause(ctx, c, ts, string(s.mo.UID), r.Move); err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
-	return done(), nil
+	return done().reaching(reached...), nil
 }
 
 // recordCopiesOfKept notes on what the source keeps the copy the target

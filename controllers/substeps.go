@@ -125,6 +125,11 @@ func (r *MoveOperationReconciler) runSubSteps(ctx context.Context, s *scope, pha
 			continue
 		}
 		so, serr := r.runSubStep(ctx, s, st)
+		if serr == nil {
+			for _, m := range so.reached {
+				mem.finish(phase, m)
+			}
+		}
 		if serr == nil && so.isDone() && st.once {
 			mem.finish(phase, st.name)
 		}

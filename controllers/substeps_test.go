@@ -160,3 +160,39 @@ func TestASubStepThatDidNotFinishStopsTheListButForThoseThatRunRegardless(t *tes
 		})
 	}
 }
+
+// A milestone a sub-step passes (the target's controllers scaled up while
+// it waits for them) is recorded by the driver, whatever the outcome, so
+// that a sub-step after it in the same reconcile sees it; one the sub-step
+// passed before an error is not: the step's retry passes it again.
+func TestTheDriverRecordsTheMilestonesASubStepPassed(t *testing.T) {
+	l := &subStepLog{ends: map[string]outcome{}, errs: map[string]error{}}
+	const milestone = "half-way"
+	var seenBySecond bool
+	steps := []subStep{
+		{name: "first", do: l.step("first")},
+		{name: "second", runs: unlessError, do: func(r *MoveOperationReconciler, _ context.Context, s *scope) (outcome, error) {
+			seenBySecond = r.memoOf(s.mo.UID).hasFinished(movev1alpha1.PhaseCopying, milestone)
+			return done(), nil
+		}},
+	}
+	l.ends["first"] = waitFor(0, "not yet").reaching(milestone)
+	r := &MoveOperationReconciler{}
+	if _, o, err := l.run(t, r, steps); err != nil || o.kind != outcomeWait {
+		t.Fatalf("got %+v, %v; want the first sub-step's wait", o, err)
+	}
+	if !seenBySecond {
+		t.Error("the sub-step after the milestone, in the same reconcile, did not see it recorded")
+	}
+
+	other := &MoveOperationReconciler{}
+	steps[0].do = func(*MoveOperationReconciler, context.Context, *scope) (outcome, error) {
+		return waitFor(0, "not yet").reaching(milestone), errors.New("the write after the milestone failed")
+	}
+	if _, _, err := l.run(t, other, steps); err == nil {
+		t.Fatal("the error was lost")
+	}
+	if other.memoOf(types.UID("substeps")).hasFinished(movev1alpha1.PhaseCopying, milestone) {
+		t.Error("a milestone reported with an error was recorded")
+	}
+}

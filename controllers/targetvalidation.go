@@ -18,8 +18,9 @@ import (
 // refusal cannot undo the move, and the objects are in the target already:
 // each is reported, as a Warning event and a plan warning, and the move
 // goes on. A check that cannot be made is reported the same way rather than
-// holding up the restore of the controllers.
-func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope, target client.Client) {
+// holding up the restore of the controllers. It reports whether the check
+// was made now (the milestone targetValidated, which the driver records).
+func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope, target client.Client) bool {
 	mo := s.mo
 	mode := mo.Spec.TargetValidation
 	if mode == "" {
@@ -27,12 +28,12 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	}
 	mem := r.memoOf(mo.UID)
 	if mode == movev1alpha1.TargetValidationNone || mem.hasFinished(movev1alpha1.PhaseRestoringTarget, targetValidated) {
-		return
+		return false
 	}
 	plan, err := r.recordedPlan(ctx, mo)
 	if err != nil {
 		r.reportTargetValidation(s, fmt.Sprintf("the moved objects were not checked with the target's webhooks (spec.targetValidation %s): %v", mode, err))
-		return
+		return false
 	}
 	objects := move.Sample(plan)
 	if mode == movev1alpha1.TargetValidationAll {
@@ -40,20 +41,17 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 	}
 	began := time.Now()
 	refusals, err := move.ValidateInTarget(ctx, target, objects, r.Move)
-	if err == nil {
-		mem.finish(movev1alpha1.PhaseRestoringTarget, targetValidated)
-	}
 	log.FromContext(ctx).Info("checked the moved objects with the target's webhooks", "mode", string(mode),
 		"objects", len(objects), "refused", len(refusals), "duration", time.Since(began).Round(time.Millisecond).String())
 	if err != nil {
 		r.reportTargetValidation(s, fmt.Sprintf("the moved objects could not all be checked with the target's webhooks (spec.targetValidation %s): %v", mode, err))
 	}
-	if len(refusals) == 0 {
-		return
+	if len(refusals) > 0 {
+		r.reportTargetValidation(s, fmt.Sprintf(
+			"the target's webhooks refuse %d moved objects (checked with a dry-run update, spec.targetValidation %s); they are in the target, but their controllers' next write will be refused too until they are fixed: %s",
+			len(refusals), mode, move.JoinRefusals(refusals)))
 	}
-	r.reportTargetValidation(s, fmt.Sprintf(
-		"the target's webhooks refuse %d moved objects (checked with a dry-run update, spec.targetValidation %s); they are in the target, but their controllers' next write will be refused too until they are fixed: %s",
-		len(refusals), mode, move.JoinRefusals(refusals)))
+	return err == nil
 }
 
 // targetValidated is recorded in the move's memo (see memo.finished) once the moved
