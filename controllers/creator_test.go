@@ -140,9 +140,13 @@ func TestATenantMovesOnlyWhatSheMayAndTheOperatorAsksOverTheWholePlan(t *testing
 	g.Expect(failed.Status.Plan).To(BeNil(), "a creator refused is not shown what the source holds")
 	g.Expect(writes.list()).To(BeEmpty(), "nothing is written in either cluster on her behalf")
 
-	// Granted the identity and its credentials, her move goes through.
-	grant(t, user, "", "read-identities-"+prefix, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get"}})
-	grant(t, user, fleet.ProviderNamespace, "read-credentials-"+prefix, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+	// Granted the identity and exactly its credentials Secret (by name: the
+	// provider's namespace holds other tenants' credentials too), her move
+	// goes through: the operator asks by name what a namespace refuses.
+	grant(t, user, "", "read-identities-"+prefix, rbacv1.PolicyRule{
+		APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Resources: []string{"loopclusteridentities"}, Verbs: []string{"get"}})
+	grant(t, user, fleet.ProviderNamespace, "read-credentials-"+prefix, rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{f.Identities[0] + "-credentials"}})
 	writes.reset()
 	moved := newMove("within-her-rights")
 	waitForPhase(t, moved, movev1alpha1.PhaseDone, 3*time.Minute)

@@ -26,10 +26,73 @@ func Ask(ctx context.Context, source client.Client, user access.User, needs []ac
 // It is asked whenever a plan is built, not only in Validating: the plan
 // Copying records is the source as it is then, and may hold objects the
 // plan Validating showed did not.
+//
+// The plan's needs are asked namespace by namespace, a few reviews however
+// large the plan. A right refused for a whole namespace may still be held
+// object by object (a Role whose rule names the objects: a tenant granted
+// exactly its identity's credentials Secret), so each refused need is asked
+// again for the plan's objects it stood for, by name, up to
+// maxAskedByName of them; only what is refused by name, or a need that
+// stands for more objects than that, is a refusal.
 func AskPlan(ctx context.Context, source client.Client, user access.User, plan *graph.Plan) (string, error) {
 	needs, err := PlanNeeds(plan, plan.Types())
 	if err != nil {
 		return "", err
 	}
-	return Ask(ctx, source, user, needs, true)
+	missing, err := access.CheckAs(ctx, source, user, needs, access.DefaultConcurrency)
+	if err != nil || len(missing) == 0 {
+		return "", wrapCheck(err)
+	}
+	named, tooMany, err := byName(plan, plan.Types(), missing)
+	if err != nil {
+		return "", err
+	}
+	refused, err := access.CheckAs(ctx, source, user, named, access.DefaultConcurrency)
+	if err != nil {
+		return "", wrapCheck(err)
+	}
+	return Refusal(user, append(tooMany, refused...), true), nil
+}
+
+// maxAskedByName bounds how many objects one refused namespace-wide need
+// is asked again for, by name: past it the refusal stands as it is, rather
+// than cost a review per object of a namespace the creator may not read.
+const maxAskedByName = 50
+
+// byName turns needs refused for a whole namespace into the same needs
+// for each object of the plan they stood for, by name; those that stand
+// for more than maxAskedByName objects are returned as they are.
+func byName(plan *graph.Plan, types *graph.Types, refused []access.Need) (named, tooMany []access.Need, err error) {
+	perNeed := map[access.Need][]access.Need{}
+	for _, o := range plan.Objects() {
+		t, ok := types.Lookup(o.GroupKind())
+		if !ok {
+			return nil, nil, fmt.Errorf("planned object %s has a kind the plan does not know", o)
+		}
+		verbs := []string{"get"}
+		if o.Delete {
+			verbs = append(verbs, "delete")
+		}
+		for _, verb := range verbs {
+			r := right{verb: verb, group: t.GVK.Group, resource: t.Resource}
+			wide := r.need(o.Namespace, "")
+			perNeed[wide] = append(perNeed[wide], r.need(o.Namespace, o.Name))
+		}
+	}
+	for _, n := range refused {
+		objects := perNeed[n]
+		if len(objects) == 0 || len(objects) > maxAskedByName {
+			tooMany = append(tooMany, n)
+			continue
+		}
+		named = append(named, objects...)
+	}
+	return named, tooMany, nil
+}
+
+func wrapCheck(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("checking the rights of the MoveOperation's creator: %w", err)
 }
