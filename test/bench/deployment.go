@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/move-operator/move-operator/test/installed"
 )
@@ -32,7 +33,7 @@ func (o options) operatorGoMemLimit(in *installed.Install) (goMemLimit, error) {
 			return goMemLimit{}, fmt.Errorf("reading the manager's env from %s: %w", installed.InstallPath, err)
 		}
 		if value != "" {
-			return goMemLimit{describe: value + " (the Deployment's)"}, nil
+			return goMemLimit{describe: bytesWords(value) + " (the Deployment's)"}, nil
 		}
 		// The Deployment sets none; say so rather than let the bench's own
 		// environment decide.
@@ -41,4 +42,14 @@ func (o options) operatorGoMemLimit(in *installed.Install) (goMemLimit, error) {
 		return goMemLimit{env: []string{goMemLimitEnvName + "=off"}, describe: "off"}, nil
 	}
 	return goMemLimit{env: []string{goMemLimitEnvName + "=" + o.goMemLimit}, describe: o.goMemLimit}, nil
+}
+
+// bytesWords adds MiB to a count of bytes, as the kubelet resolves a
+// memory limit into GOMEMLIMIT: "268435456 (256 MiB)".
+func bytesWords(value string) string {
+	n, err := strconv.ParseUint(value, 10, 64)
+	if err != nil {
+		return value
+	}
+	return fmt.Sprintf("%s (%g MiB)", value, float64(n)/(1<<20))
 }

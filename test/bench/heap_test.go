@@ -55,7 +55,12 @@ func TestTheHeapSamplerFindsTheLiveHeapOfARealProfile(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "peak.heap")
 	h := startHeapSampler(context.Background(), server.URL, out, 20*time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
+	// Two samples, however long a loaded machine takes to serve them: a
+	// fixed wait found none on busy cores.
+	deadline := time.Now().Add(30 * time.Second)
+	for h.sampled() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	summary, err := h.stop()
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +79,13 @@ func TestTheHeapSamplerFindsTheLiveHeapOfARealProfile(t *testing.T) {
 	if summary == "" || h.samples < 2 {
 		t.Errorf("expected a summary of several samples, got %d samples and %q", h.samples, summary)
 	}
+}
+
+// sampled is how many profiles the sampler has read so far.
+func (h *heapSampler) sampled() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.samples
 }
 
 func TestTheHeapSamplerReportsAnUnreadableProfile(t *testing.T) {

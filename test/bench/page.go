@@ -327,9 +327,10 @@ const requestsLead = "Every request each API server served during a move, by ver
 	"group is granted whole) before it writes anything; reads of every moved kind where each is needed (the plan in " +
 	"Validating, GitOps detection, the pause and the block-move wait in ScalingDown, the plan Copying records, and the " +
 	"re-read of the moved set before the point of no return); a read of the target's kubeconfig Secret per reconcile, so " +
-	"that a rotated credential is used at the next step; the status writes that report each step; and the work of other " +
-	"clients its stopping and starting the providers' pods causes (the controller-manager, scheduler and kwok). Per " +
-	"object it writes what a faithful move must: a create, the managed fields restored, a finalizer removal and a delete."
+	"that a rotated credential is used at the next step; the status writes that report each step; and the work other clients " +
+	"do because it stops and starts the providers' pods (the controller-manager, scheduler and kwok). Per object it " +
+	"writes what a faithful move must: a create, the managed fields restored, and a delete, after a PATCH removing the " +
+	"finalizers of an object that has some."
 
 const memoryLead = "The operator is a fresh process for every move. It holds the most at the end of Copying, where the " +
 	"moved-set check reads the source's graph again beside the recorded plan; the resident set is that live heap and what " +
@@ -451,9 +452,22 @@ func (r *report) findings(n int) string {
 			s += fmt.Sprintf(" and %s the baseline's", times(y))
 		}
 		sentences = append(sentences, s)
+		if x < 1 {
+			sentences = append(sentences, r.slowFloor(n, peer))
+		}
 	}
 	sentences = append(sentences, fmt.Sprintf("Its peak RSS was %.0f MiB", medianOf(op, peakRSSMiB)))
 	return fmt.Sprintf("(%s objects): ", thousands(int(medianOf(op, objectCount)))) + strings.Join(sentences, ". ") + "."
+}
+
+// slowFloor says why the parity floor took longer than the operator's
+// move at n, which makes the same writes and more: its processes did not
+// get the machine's cores while it moved.
+func (r *report) slowFloor(n int, peer string) string {
+	busy := func(res *result) float64 { return allCPUSeconds(res) / res.whole.Seconds() }
+	return fmt.Sprintf("A floor slower than the move it bounds was slowed by something else: the machine's other load left its "+
+		"processes %.2f cores busy against %.2f for the operator's move (the CPU table), so this ratio says nothing of the "+
+		"operator's overhead", medianOf(r.of(n, toolParity), busy), medianOf(r.of(n, peer), busy))
 }
 
 // downSeconds is the median time rs kept the controllers of either
@@ -479,12 +493,11 @@ func (r *report) growth() string {
 	if math.IsNaN(a) || math.IsNaN(z) {
 		return ""
 	}
-	s := fmt.Sprintf("**From N=%s to N=%s** the operator's whole move went from %.1f to %.1f ms per object: its fixed cost "+
-		"(validation, stopping and starting the providers, the checks) weighs on small fleets", thousands(first), thousands(last), a, z)
+	s := fmt.Sprintf("**From N=%s to N=%s** the operator's whole move went from %.1f to %.1f ms per object", thousands(first), thousands(last), a, z)
 	if c1, c2 := medianOf(r.of(first, toolClusterctl), msPerObject), medianOf(r.of(last, toolClusterctl), msPerObject); !math.IsNaN(c1) && !math.IsNaN(c2) {
-		s += fmt.Sprintf("; clusterctl's from %.1f to %.1f ms", c1, c2)
+		s += fmt.Sprintf(", clusterctl's from %.1f to %.1f ms", c1, c2)
 	}
-	return s + "."
+	return s + ". The operator's fixed cost (validation, stopping and starting the providers, the checks) weighs on small fleets."
 }
 
 func (r *report) oneRepetition() bool {

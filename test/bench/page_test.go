@@ -111,3 +111,34 @@ func TestMakeBenchIsTheCommandThatRanBinBench(t *testing.T) {
 		}
 	}
 }
+
+// A floor makes the operator's writes and nothing more: when it took
+// longer, the machine slowed it, and the page says so beside the ratio.
+func TestAFloorSlowerThanTheOperatorIsNotTakenForItsOverhead(t *testing.T) {
+	s := time.Second
+	op, parity := move(toolOperator, 100, 380*s, 310*s, 74), move(toolParity, 100, 360*s, 360*s, 0)
+	op.cpu = cpuSample{"operator": 285 * s}
+	parity.cpu = cpuSample{"bench process": 216 * s}
+	r := newReport(options{sizes: []int{100}}, machineInfo{}, []*result{op, parity}, nil, time.Hour)
+	got := r.findings(100)
+	for _, want := range []string{
+		"The operator's copy+delete took 0.86× the parity floor's (310.0 s against 360.0 s).",
+		"the machine's other load left its processes 0.60 cores busy against 0.75 for the operator's move",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the findings do not say %q:\n%s", want, got)
+		}
+	}
+	if fast := narrowedRun(t).findings(10); strings.Contains(fast, "slower than the move it bounds") {
+		t.Errorf("a floor faster than the operator is said to be slowed:\n%s", fast)
+	}
+}
+
+func TestTheOperatorsMemoryLimitIsGivenInMiB(t *testing.T) {
+	if got := bytesWords("268435456"); got != "268435456 (256 MiB)" {
+		t.Errorf("bytesWords: %q", got)
+	}
+	if got := bytesWords("200Mi"); got != "200Mi" {
+		t.Errorf("a value that is not a count of bytes is kept: %q", got)
+	}
+}
