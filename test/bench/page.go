@@ -98,6 +98,10 @@ func (r *report) narrowing() string {
 // defaultPlan says what the default run measures, from the flags'
 // defaults.
 func defaultPlan(flags []flagSetting) string {
+	if len(flags) == 0 {
+		defaults, _ := parseOptions(nil)
+		flags = defaults.flags
+	}
 	def := map[string]string{}
 	for _, f := range flags {
 		def[f.name] = f.def
@@ -316,7 +320,7 @@ func (r *report) writeResults(b *strings.Builder) {
 			fmt.Fprintf(b, "%s\n\n", s.lead)
 		}
 		writeTable(b, s.t)
-		if s.heading == "Memory" && r.opts.carry {
+		if s.heading == "Memory" {
 			r.writeCarry(b)
 		}
 	}
@@ -362,15 +366,20 @@ func (r *report) memory() table {
 	return t
 }
 
+// writeCarry states what carrying the status cost, or how to measure it:
+// the API's documentation of spec.objectStatusPolicy sends readers here.
 func (r *report) writeCarry(b *strings.Builder) {
-	costs := r.carryCosts()
-	if len(costs) == 0 {
-		return
-	}
 	b.WriteString("\n### Carrying the status\n\n")
 	b.WriteString("With `spec.objectStatusPolicy: Carry` every moved object's status is written to its copy through the status " +
 		"subresource before any controller runs: one more PATCH per object that has a status, all in Copying. The status " +
-		"travels with the object the copy has read already, so the move holds nothing more in memory.\n\n")
+		"travels with the object the copy has read already, so the move holds nothing more in memory.")
+	costs := r.carryCosts()
+	if len(costs) == 0 {
+		b.WriteString(" This run did not measure it: `-carry` moves one more fleet per repetition with Carry and states its " +
+			"cost against the default move of the same repetition.\n")
+		return
+	}
+	b.WriteString(" Its cost in this run, against the default move (Rebuild) of the same repetition:\n\n")
 	for _, c := range costs {
 		fmt.Fprintf(b, "- **%s**: %s\n", c.title(), c.text())
 	}
@@ -413,9 +422,10 @@ func (r *report) writeMeaning(b *strings.Builder) {
 		fmt.Fprintf(b, "- %s\n", s)
 	}
 	if r.oneRepetition() {
-		b.WriteString("- **One repetition.** At least one size ran once: each of its figures is one move, and a ratio follows " +
-			"both movers' own spread between runs, which on shared cores is tens of percent. `-reps 4` (with four movers) " +
-			"gives every mover every place in the order once.\n")
+		movers := len(moveOrder(1, r.opts.movers()))
+		fmt.Fprintf(b, "- **One repetition.** At least one size ran once: each of its figures is one move, and a ratio follows "+
+			"both movers' own spread between runs, which on shared cores is tens of percent. `-reps %d` (with %d movers) "+
+			"gives every mover every place in the order once.\n", movers, movers)
 	}
 	b.WriteString(meaning)
 }

@@ -142,3 +142,20 @@ func TestTheOperatorsMemoryLimitIsGivenInMiB(t *testing.T) {
 		t.Errorf("a value that is not a count of bytes is kept: %q", got)
 	}
 }
+
+// The API's documentation of spec.objectStatusPolicy sends readers to the
+// page for what Carry costs: the section is there in every run, with the
+// cost when the run measured it and how to measure it when not.
+func TestThePageAlwaysSaysWhatCarryingTheStatusCosts(t *testing.T) {
+	without := narrowedRun(t).page()
+	if !strings.Contains(without, "\n### Carrying the status\n") || !strings.Contains(without, "This run did not measure it: `-carry`") {
+		t.Errorf("a run without -carry does not say how to measure Carry's cost:\n%s", without)
+	}
+	with := carryRun().page()
+	if !strings.Contains(with, "Its cost in this run, against the default move (Rebuild) of the same repetition:\n\n- **Carry's cost at N=10**") {
+		t.Errorf("a run with -carry does not state Carry's cost:\n%s", with)
+	}
+	if !strings.Contains(without, "`-reps 4` (with 4 movers)") {
+		t.Errorf("the page does not give the repetitions that put every mover in every place:\n%s", without)
+	}
+}
