@@ -20,7 +20,16 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
 # Go test flags: override to narrow a run, e.g. make test TEST_ARGS='-run TestAPI ./api/...'
-TEST_ARGS ?= ./...
+# go test starts the packages' runs in the order given: the longest (each
+# with a pair of local clusters of its own) come first, then every other.
+TEST_ARGS ?= ./test/livecontrollers ./test/crashsweep ./controllers ./test/recovery ./...
+# How many packages go test builds and runs at once (its -p; default the
+# number of CPUs: on CI's 2, the long packages above held both slots while
+# every other package waited). The cluster tests spend part of their time
+# waiting on their clusters, so more packages run at once than there are
+# CPUs; on a machine busy with other work, TEST_PARALLEL=2 keeps the tests'
+# own time bounds (the crash sweep's per run) from being starved.
+TEST_PARALLEL ?= 6
 TEST_TIMEOUT ?= 60m
 # Test files that need local clusters carry the build tag "cluster": plain
 # `go test ./...` runs every other test, with nothing but Go, in minutes;
@@ -84,7 +93,7 @@ kube-binaries: ## Build (once, then cached) etcd, kube-apiserver, controller-man
 .PHONY: test
 test: test-ksm verify-generated vet image | $(LOCALBIN) ## Run every test in the module against real local clusters, the operator as installed, and test-ksm; prints each package's time at the end.
 	MOVE_OPERATOR_IMAGE_DIR="$(IMAGE_DIR)" KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
-		hack/test-times.sh $(TEST_LOG) $(GO) test -tags $(TEST_TAGS) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_ARGS)
+		hack/test-times.sh $(TEST_LOG) $(GO) test -p $(TEST_PARALLEL) -tags $(TEST_TAGS) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_ARGS)
 
 .PHONY: test-fast
 test-fast: test-ksm ## Run the tests that need no cluster (plain go test ./..., and test-ksm): nothing but Go, a few minutes.
@@ -105,7 +114,7 @@ demo: ## The pivot: a bootstrap cluster's fleet of 9 clusters (2 of CAPD's in-me
 .PHONY: test-crash
 test-crash: ## Run the crash sweeps alone (make test runs them too): the operator stopped at every one of its writes during a move, and during a rollback.
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
-		$(GO) test -tags $(TEST_TAGS) -timeout 60m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./controllers/ \
+		$(GO) test -tags $(TEST_TAGS) -timeout 60m -count=1 -v -run 'TestTheMoveFinishesAfterACrashAtAnyWrite|TestARollbackFinishesAfterACrashAtAnyWrite' ./test/crashsweep/ ./test/recovery/ \
 		| grep -E '^(=== RUN|--- |\s+---|ok|FAIL|PASS)|crash sweep|uninterrupted|crashed [0-9]+ times'
 
 .PHONY: bench

@@ -27,6 +27,7 @@ import (
 	"github.com/move-operator/move-operator/internal/access"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -64,7 +65,7 @@ func bareMetalHostCRD() *apiextensionsv1.CustomResourceDefinition {
 func installBareMetalHosts(ctx context.Context, t *testing.T, ns string, hosts int) []string {
 	t.Helper()
 	g := NewWithT(t)
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 		crd := bareMetalHostCRD()
 		err := m.Client.Create(ctx, crd)
 		if !apierrors.IsAlreadyExists(err) {
@@ -84,7 +85,7 @@ func installBareMetalHosts(ctx context.Context, t *testing.T, ns string, hosts i
 		h.SetNamespace(ns)
 		h.SetName(fmt.Sprintf("host-%d", i))
 		g.Expect(unstructured.SetNestedField(h.Object, "ipmi://127.0.0.1:623", "spec", "bmc", "address")).To(Succeed())
-		g.Expect(env.Source.Client.Create(ctx, h)).To(Succeed())
+		g.Expect(movetest.Env.Source.Client.Create(ctx, h)).To(Succeed())
 		names = append(names, h.GetName())
 	}
 	return names
@@ -119,18 +120,18 @@ func grantAggregated(ctx context.Context, t *testing.T, m *testenv.Management, r
 func TestAKindOutsideClusterAPIsGroupsFailsValidatingNamingTheRuleAndMovesOnceALabelledRoleGrantsIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	prefix := "bmh" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{prefix}, Name: prefix})
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{prefix}, Name: prefix})
 	hosts := installBareMetalHosts(ctx, t, f.Namespaces[0], 2)
-	startOperator(t, operatorOptions{})
-	ns := opsNamespace(t)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	ns := movetest.OpsNamespace(t)
 
 	t.Run("without a rule for it the move fails in Validating, naming the kind, the verbs and the rule, and writes nothing", func(t *testing.T) {
 		g := NewWithT(t)
-		sourceBefore := resourceVersions(ctx, g, env.Source, f.Namespaces)
-		mo := newMoveOperation(t, ns, "no-rule", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: f.Namespaces})
-		failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
+		sourceBefore := movetest.ResourceVersions(ctx, g, movetest.Env.Source, f.Namespaces)
+		mo := movetest.NewMoveOperation(t, ns, "no-rule", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: f.Namespaces})
+		failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
 		g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonAccessDenied))
 		for _, want := range []string{
 			"source cluster: get, list, patch, delete baremetalhosts.metal3.io",
@@ -146,48 +147,48 @@ func TestAKindOutsideClusterAPIsGroupsFailsValidatingNamingTheRuleAndMovesOnceAL
 			phases = append(phases, p.Phase)
 		}
 		g.Expect(phases).To(Equal([]movev1alpha1.MovePhase{movev1alpha1.PhasePending, movev1alpha1.PhaseValidating, movev1alpha1.PhaseFailed}))
-		g.Expect(resourceVersions(ctx, g, env.Source, f.Namespaces)).To(Equal(sourceBefore), "nothing is written in the source")
-		g.Expect(hostsIn(ctx, g, env.Target, f.Namespaces[0])).To(BeEmpty(), "nothing is written in the target")
-		err := env.Target.Client.Get(ctx, client.ObjectKey{Name: f.Namespaces[0]}, &corev1.Namespace{})
+		g.Expect(movetest.ResourceVersions(ctx, g, movetest.Env.Source, f.Namespaces)).To(Equal(sourceBefore), "nothing is written in the source")
+		g.Expect(hostsIn(ctx, g, movetest.Env.Target, f.Namespaces[0])).To(BeEmpty(), "nothing is written in the target")
+		err := movetest.Env.Target.Client.Get(ctx, client.ObjectKey{Name: f.Namespaces[0]}, &corev1.Namespace{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the target has no namespace of the move: %v", err)
 	})
 
 	t.Run("with a labelled ClusterRole in each cluster the same fleet moves, hosts and all", func(t *testing.T) {
 		g := NewWithT(t)
-		grantAggregated(ctx, t, env.Source, []rbacv1.PolicyRule{{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "patch", "delete"}}})
-		grantAggregated(ctx, t, env.Target, []rbacv1.PolicyRule{
+		grantAggregated(ctx, t, movetest.Env.Source, []rbacv1.PolicyRule{{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "patch", "delete"}}})
+		grantAggregated(ctx, t, movetest.Env.Target, []rbacv1.PolicyRule{
 			{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 			{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts/status"}, Verbs: []string{"patch"}},
 		})
-		mo := newMoveOperation(t, ns, "with-rule", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: f.Namespaces})
-		waitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
-		g.Expect(hostsIn(ctx, g, env.Target, f.Namespaces[0])).To(Equal(hosts), "the hosts are in the target")
-		g.Expect(hostsIn(ctx, g, env.Source, f.Namespaces[0])).To(BeEmpty(), "and no longer in the source")
+		mo := movetest.NewMoveOperation(t, ns, "with-rule", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: f.Namespaces})
+		movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
+		g.Expect(hostsIn(ctx, g, movetest.Env.Target, f.Namespaces[0])).To(Equal(hosts), "the hosts are in the target")
+		g.Expect(hostsIn(ctx, g, movetest.Env.Source, f.Namespaces[0])).To(BeEmpty(), "and no longer in the source")
 	})
 }
 
 func TestARuleTakenAwayFromTheTargetDuringCopyingRollsTheMoveBackAtOnceNamingIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	g := NewWithT(t)
 	prefix := "rbac" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 2, Workers: ptr.To(1), Namespaces: []string{prefix}, Name: prefix})
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 2, Workers: ptr.To(1), Namespaces: []string{prefix}, Name: prefix})
 
 	// The target's base ClusterRole (dist/target-access.yaml) loses create
 	// on Cluster API's kinds once the copy has begun; it is put back after
 	// the test whatever happens, as the suite's clusters are shared.
 	const base = "move-operator-target-base"
 	original := &rbacv1.ClusterRole{}
-	g.Expect(env.Target.Client.Get(ctx, client.ObjectKey{Name: base}, original)).To(Succeed())
+	g.Expect(movetest.Env.Target.Client.Get(ctx, client.ObjectKey{Name: base}, original)).To(Succeed())
 	t.Cleanup(func() {
 		cur := &rbacv1.ClusterRole{}
-		if err := env.Target.Client.Get(context.Background(), client.ObjectKey{Name: base}, cur); err != nil {
+		if err := movetest.Env.Target.Client.Get(context.Background(), client.ObjectKey{Name: base}, cur); err != nil {
 			t.Errorf("putting back %s: %v", base, err)
 			return
 		}
 		cur.Rules = original.Rules
-		if err := env.Target.Client.Update(context.Background(), cur); err != nil {
+		if err := movetest.Env.Target.Client.Update(context.Background(), cur); err != nil {
 			t.Errorf("putting back %s: %v", base, err)
 		}
 	})
@@ -197,7 +198,7 @@ func TestARuleTakenAwayFromTheTargetDuringCopyingRollsTheMoveBackAtOnceNamingIt(
 	)
 	takeCreate := func() {
 		cur := &rbacv1.ClusterRole{}
-		if err := env.Target.Client.Get(ctx, client.ObjectKey{Name: base}, cur); err != nil {
+		if err := movetest.Env.Target.Client.Get(ctx, client.ObjectKey{Name: base}, cur); err != nil {
 			t.Errorf("reading %s: %v", base, err)
 			return
 		}
@@ -206,26 +207,26 @@ func TestARuleTakenAwayFromTheTargetDuringCopyingRollsTheMoveBackAtOnceNamingIt(
 				cur.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "create" })
 			}
 		}
-		if err := env.Target.Client.Update(ctx, cur); err != nil {
+		if err := movetest.Env.Target.Client.Update(ctx, cur); err != nil {
 			t.Errorf("taking create away from %s: %v", base, err)
 		}
 		takenAt = time.Now()
 	}
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, obj client.Object) {
 		if cluster == "target" && verb == "create" && obj.GetNamespace() == f.Namespaces[0] {
 			once.Do(takeCreate)
 		}
 	}})
-	ns := opsNamespace(t)
-	mo := newMoveOperation(t, ns, "rule-taken", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: f.Namespaces,
+	ns := movetest.OpsNamespace(t)
+	mo := movetest.NewMoveOperation(t, ns, "rule-taken", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: f.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Hour}},
 	})
-	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 4*time.Minute)
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 4*time.Minute)
 	g.Expect(takenAt).NotTo(BeZero(), "the rule was taken away during the copy")
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonAccessDenied))
 	g.Expect(failedInPhase(failed)).To(Equal(movev1alpha1.PhaseCopying))
-	for _, want := range []string{"may not create", "cluster.x-k8s.io", `verbs: ["create"]`, targetUser} {
+	for _, want := range []string{"may not create", "cluster.x-k8s.io", `verbs: ["create"]`, movetest.TargetUser} {
 		g.Expect(failed.Status.FailureMessage).To(ContainSubstring(want))
 	}
 	var rollingBackAt time.Time

@@ -24,6 +24,7 @@ import (
 	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/installed"
+	"github.com/move-operator/move-operator/test/movetest"
 )
 
 // The operator is a deputy: these tests create MoveOperations as real
@@ -34,7 +35,7 @@ import (
 // impersonate returns a client of the source acting as user.
 func impersonate(t *testing.T, user string) client.Client {
 	t.Helper()
-	c, err := client.New(installed.Impersonating(env.Source.Config, user), client.Options{Scheme: scheme})
+	c, err := client.New(installed.Impersonating(movetest.Env.Source.Config, user), client.Options{Scheme: movetest.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +69,8 @@ func grant(t *testing.T, user, namespace, roleName string, rules ...rbacv1.Polic
 		if obj == nil || (obj == role && len(rules) == 0) {
 			continue
 		}
-		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
+		g.Expect(movetest.Client.Create(ctx, obj)).To(Succeed())
+		t.Cleanup(func() { _ = movetest.Client.Delete(context.Background(), obj) })
 	}
 }
 
@@ -105,13 +106,13 @@ func (f *foreignWrites) reset() {
 }
 
 func TestATenantMovesOnlyWhatSheMayAndTheOperatorAsksOverTheWholePlan(t *testing.T) {
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	prefix := "tenant" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 2, Workers: ptr.To(1), Namespaces: []string{prefix + "-a"}, Name: prefix})
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 2, Workers: ptr.To(1), Namespaces: []string{prefix + "-a"}, Name: prefix})
 	own := f.Namespaces[0]
-	tenant := opsNamespace(t)
+	tenant := movetest.OpsNamespace(t)
 	user := "tenant-" + prefix
 	grant(t, user, tenant, "move-operator-mover")
 	grant(t, user, tenant, "edit")
@@ -119,20 +120,20 @@ func TestATenantMovesOnlyWhatSheMayAndTheOperatorAsksOverTheWholePlan(t *testing
 		grant(t, user, ns, "everything", everything)
 	}
 	writes := &foreignWrites{}
-	startOperator(t, operatorOptions{onWrite: writes.observe})
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: writes.observe})
 	her := impersonate(t, user)
 	newMove := func(name string) *movev1alpha1.MoveOperation {
 		mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: name},
-			Spec: movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: []string{own}}}
+			Spec: movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: []string{own}}}
 		g.Eventually(func() error { return her.Create(ctx, mo) }).WithTimeout(10*time.Second).Should(Succeed(), "the policy admits her own namespace")
-		t.Cleanup(func() { deleteMoveOperation(t, mo) })
+		t.Cleanup(func() { movetest.DeleteMoveOperation(t, mo) })
 		return mo
 	}
 
 	// Her fleet's cluster-scoped identity and its credentials Secret, in
 	// a namespace she never named, would go with her clusters.
 	refused := newMove("beyond-her-rights")
-	failed, _ := waitForPhase(t, refused, movev1alpha1.PhaseFailed, time.Minute)
+	failed, _ := movetest.WaitForPhase(t, refused, movev1alpha1.PhaseFailed, time.Minute)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonCreatorNotAllowed))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("creator %q may not get", user)))
 	g.Expect(failed.Status.FailureMessage).To(Or(ContainSubstring("in namespace "+fleet.ProviderNamespace), ContainSubstring("at the cluster scope")))
@@ -149,7 +150,7 @@ func TestATenantMovesOnlyWhatSheMayAndTheOperatorAsksOverTheWholePlan(t *testing
 		APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{f.Identities[0] + "-credentials"}})
 	writes.reset()
 	moved := newMove("within-her-rights")
-	waitForPhase(t, moved, movev1alpha1.PhaseDone, 3*time.Minute)
+	movetest.WaitForPhase(t, moved, movev1alpha1.PhaseDone, 3*time.Minute)
 	g.Expect(writes.list()).NotTo(BeEmpty())
 }
 
@@ -159,26 +160,26 @@ func setAside(t *testing.T, binding client.Object) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(binding), binding)).To(Succeed())
-	g.Expect(k8s.Delete(ctx, binding)).To(Succeed())
+	g.Expect(movetest.Client.Get(ctx, client.ObjectKeyFromObject(binding), binding)).To(Succeed())
+	g.Expect(movetest.Client.Delete(ctx, binding)).To(Succeed())
 	t.Cleanup(func() {
 		binding.SetResourceVersion("")
 		binding.SetUID("")
 		binding.SetCreationTimestamp(metav1.Time{})
 		binding.SetManagedFields(nil)
-		if err := k8s.Create(context.Background(), binding); err != nil {
+		if err := movetest.Client.Create(context.Background(), binding); err != nil {
 			t.Errorf("putting %s back: %v", binding.GetName(), err)
 		}
 	})
 }
 
 func TestWithoutTheAdmissionPolicyNobodysMoveOperationMovesAnything(t *testing.T) {
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	prefix := "nopolicy" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{prefix + "-a"}, Name: prefix})
-	tenant := opsNamespace(t)
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{prefix + "-a"}, Name: prefix})
+	tenant := movetest.OpsNamespace(t)
 	user := "mallory-" + prefix
 	grant(t, user, tenant, "move-operator-mover")
 	grant(t, user, tenant, "edit")
@@ -188,13 +189,13 @@ func TestWithoutTheAdmissionPolicyNobodysMoveOperationMovesAnything(t *testing.T
 	setAside(t, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: creator.PolicyName}})
 	setAside(t, &admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: creator.InstallerPrefix + creator.MutatingPolicyBaseName}})
 	review := &authenticationv1.SelfSubjectReview{}
-	g.Expect(k8s.Create(ctx, review)).To(Succeed())
+	g.Expect(movetest.Client.Create(ctx, review)).To(Succeed())
 	admin := review.Status.UserInfo
 	mo := &movev1alpha1.MoveOperation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "forged", Annotations: map[string]string{
 			movev1alpha1.CreatedByAnnotation: admin.Username, movev1alpha1.CreatedByGroupsAnnotation: strings.Join(admin.Groups, ","),
 		}},
-		Spec: movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: f.Namespaces},
+		Spec: movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: f.Namespaces},
 	}
 	her := impersonate(t, user)
 	g.Eventually(func() error {
@@ -209,10 +210,10 @@ func TestWithoutTheAdmissionPolicyNobodysMoveOperationMovesAnything(t *testing.T
 	}).WithTimeout(30*time.Second).Should(Succeed(), "without the policies the API server admits anything")
 
 	writes := &foreignWrites{}
-	startOperator(t, operatorOptions{onWrite: writes.observe})
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: writes.observe})
 	g.Expect(her.Create(ctx, mo)).To(Succeed())
-	t.Cleanup(func() { deleteMoveOperation(t, mo) })
-	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
+	t.Cleanup(func() { movetest.DeleteMoveOperation(t, mo) })
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonAdmissionPolicyMissing))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("no ValidatingAdmissionPolicyBinding"))
 	g.Expect(writes.list()).To(BeEmpty(), "nothing is read for her, nothing written")

@@ -29,6 +29,7 @@ import (
 	"github.com/move-operator/move-operator/internal/gitops"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/gitopscrds"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -49,11 +50,11 @@ var gitOpsCRDs struct {
 // controller runs: the tests check what the operator did to the managers.
 func ensureGitOpsCRDs(t *testing.T) {
 	t.Helper()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	gitOpsCRDs.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		for _, m := range []*testenv.Management{env.Source, env.Target} {
+		for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 			if err := gitopscrds.Install(ctx, m.Config); err != nil {
 				gitOpsCRDs.err = fmt.Errorf("%s: %w", m.Name, err)
 				return
@@ -94,9 +95,9 @@ func newGitOpsFleet(t *testing.T, prefix string) *gitOpsFleet {
 	ctx := context.Background()
 	g := NewWithT(t)
 	name := prefix + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
 	gf := &gitOpsFleet{
-		f: f, ops: opsNamespace(t), tools: testenv.NewNamespace(t, env.Source, "tools"),
+		f: f, ops: movetest.OpsNamespace(t), tools: testenv.NewNamespace(t, movetest.Env.Source, "tools"),
 		app: "fleet-" + rand.String(5), root: "root-" + rand.String(5), managers: map[string]*unstructured.Unstructured{},
 	}
 	ns, cluster := f.Clusters[0].Namespace, f.Clusters[0].Name
@@ -125,7 +126,7 @@ func newGitOpsFleet(t *testing.T, prefix string) *gitOpsFleet {
 
 	var mds unstructured.UnstructuredList
 	mds.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeploymentList"})
-	g.Expect(env.Source.Client.List(ctx, &mds, client.InNamespace(ns))).To(Succeed())
+	g.Expect(movetest.Env.Source.Client.List(ctx, &mds, client.InNamespace(ns))).To(Succeed())
 	g.Expect(mds.Items).NotTo(BeEmpty(), "the fleet's cluster has a MachineDeployment")
 
 	flux := func(kind, namespace, name string) map[string]any {
@@ -149,10 +150,10 @@ func (gf *gitOpsFleet) create(t *testing.T, gvk schema.GroupVersionKind, ns, nam
 	u.SetNamespace(ns)
 	u.SetName(name)
 	u.SetAnnotations(annotations)
-	if err := env.Source.Client.Create(context.Background(), u); err != nil {
+	if err := movetest.Env.Source.Client.Create(context.Background(), u); err != nil {
 		t.Fatalf("creating %s %s/%s: %v", gvk.Kind, ns, name, err)
 	}
-	t.Cleanup(func() { _ = env.Source.Client.Delete(context.Background(), u) })
+	t.Cleanup(func() { _ = movetest.Env.Source.Client.Delete(context.Background(), u) })
 	gf.managers[name] = u
 }
 
@@ -166,7 +167,7 @@ func manage(t *testing.T, apiVersion, kind, ns, name string, metadata map[string
 	u.SetNamespace(ns)
 	u.SetName(name)
 	patch, _ := json.Marshal(map[string]any{"metadata": metadata})
-	if err := env.Source.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := movetest.Env.Source.Client.Patch(context.Background(), u, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		t.Fatalf("labelling %s %s/%s as GitOps-managed: %v", kind, ns, name, err)
 	}
 }
@@ -176,7 +177,7 @@ func (gf *gitOpsFleet) manager(g Gomega, name string) *unstructured.Unstructured
 	before := gf.managers[name]
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(before.GroupVersionKind())
-	g.Expect(env.Source.Client.Get(context.Background(), client.ObjectKeyFromObject(before), u)).To(Succeed())
+	g.Expect(movetest.Env.Source.Client.Get(context.Background(), client.ObjectKeyFromObject(before), u)).To(Succeed())
 	return u
 }
 
@@ -237,13 +238,13 @@ func TestGitOpsManagedObjectsStopTheMoveByDefaultAndADryRunReportsTheirManagers(
 	gf := newGitOpsFleet(t, "gitops-refuse")
 	ctx := context.Background()
 	g := NewWithT(t)
-	versions := resourceVersions(ctx, g, env.Source, gf.f.Namespaces)
+	versions := movetest.ResourceVersions(ctx, g, movetest.Env.Source, gf.f.Namespaces)
 	managerVersions := gf.resourceVersionsOfManagers(g)
 
-	startOperator(t, operatorOptions{})
-	mo := newMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: gf.f.Namespaces})
-	g.Expect(get(g, mo).Spec.GitOps).To(Equal(movev1alpha1.GitOpsRefuse), "Refuse is the default")
-	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	mo := movetest.NewMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: gf.f.Namespaces})
+	g.Expect(movetest.Get(g, mo).Spec.GitOps).To(Equal(movev1alpha1.GitOpsRefuse), "Refuse is the default")
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonGitOpsManaged))
 	for _, name := range []string{"Kustomization.kustomize.toolkit.fluxcd.io " + gf.f.Namespaces[0] + "/clusters", "HelmRelease.helm.toolkit.fluxcd.io " + gf.tools + "/workers",
 		"Application.argoproj.io " + gf.tools + "/" + gf.app, gf.tools + "/gone", "spec.gitOps: Suspend",
@@ -255,21 +256,21 @@ func TestGitOpsManagedObjectsStopTheMoveByDefaultAndADryRunReportsTheirManagers(
 	g.Expect(failed.Status.Plan.GitOps.Managers).To(BeEquivalentTo(6))
 	g.Expect(failed.Status.Plan.GitOps.ManagedObjects).To(BeEquivalentTo(5))
 	g.Expect(failed.Status.PhaseTransitions).NotTo(ContainElement(HaveField("Phase", movev1alpha1.PhaseRecording)), "nothing is written before Validating ends")
-	assertNothingWritten(g)
-	g.Expect(resourceVersions(ctx, g, env.Source, gf.f.Namespaces)).To(Equal(versions), "no object of the fleet was written")
+	movetest.AssertNothingWritten(g)
+	g.Expect(movetest.ResourceVersions(ctx, g, movetest.Env.Source, gf.f.Namespaces)).To(Equal(versions), "no object of the fleet was written")
 	g.Expect(gf.resourceVersionsOfManagers(g)).To(Equal(managerVersions), "no manager was written")
-	deleteMoveOperation(t, mo)
+	movetest.DeleteMoveOperation(t, mo)
 
-	dry := newMoveOperation(t, gf.ops, "dry", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: gf.f.Namespaces, DryRun: true, GitOps: movev1alpha1.GitOpsSuspend,
+	dry := movetest.NewMoveOperation(t, gf.ops, "dry", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: gf.f.Namespaces, DryRun: true, GitOps: movev1alpha1.GitOpsSuspend,
 	})
-	done, _ := waitForPhase(t, dry, movev1alpha1.PhaseDone, 2*time.Minute)
+	done, _ := movetest.WaitForPhase(t, dry, movev1alpha1.PhaseDone, 2*time.Minute)
 	g.Expect(done.Status.Plan.GitOps.Items).To(Equal(gf.wantReport(movev1alpha1.GitOpsReconciling)))
 	warnings := strings.Join(done.Status.Plan.Warnings, "\n")
 	g.Expect(warnings).To(ContainSubstring("would be suspended"))
 	g.Expect(warnings).To(ContainSubstring(gf.tools + "/gone (1 objects, NotFound): named by moved objects, not found in the source cluster"))
-	assertNothingWritten(g)
-	g.Expect(resourceVersions(ctx, g, env.Source, gf.f.Namespaces)).To(Equal(versions), "the dry run wrote no object of the fleet")
+	movetest.AssertNothingWritten(g)
+	g.Expect(movetest.ResourceVersions(ctx, g, movetest.Env.Source, gf.f.Namespaces)).To(Equal(versions), "the dry run wrote no object of the fleet")
 	g.Expect(gf.resourceVersionsOfManagers(g)).To(Equal(managerVersions), "the dry run suspended no manager")
 }
 
@@ -289,7 +290,7 @@ func TestSuspendedGitOpsManagersStaySuspendedAfterTheMove(t *testing.T) {
 		mu    sync.Mutex
 		order []string
 	)
-	startOperator(t, operatorOptions{onWrite: func(cluster, _ string, obj client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, _ string, obj client.Object) {
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		mu.Lock()
 		defer mu.Unlock()
@@ -300,10 +301,10 @@ func TestSuspendedGitOpsManagersStaySuspendedAfterTheMove(t *testing.T) {
 			order = append(order, "gitops")
 		}
 	}})
-	mo := newMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: gf.f.Namespaces, GitOps: movev1alpha1.GitOpsSuspend,
+	mo := movetest.NewMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: gf.f.Namespaces, GitOps: movev1alpha1.GitOpsSuspend,
 	})
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
 	mu.Lock()
 	firstCAPI := slices.Index(order, "capi")
@@ -345,7 +346,7 @@ func TestSuspendedGitOpsManagersStaySuspendedAfterTheMove(t *testing.T) {
 	g.Expect(gf.manager(g, "paused").GetResourceVersion()).To(Equal(pausedVersion), "a Kustomization its user suspended is not written")
 
 	assertEvent(g, gf.ops, mo.Name, "Normal", movev1alpha1.ReasonGitOpsSuspended, gf.tools+"/workers")
-	deleteMoveOperation(t, mo)
+	movetest.DeleteMoveOperation(t, mo)
 }
 
 // TestAGitOpsSuspensionIsUndoneExactlyByARollbackAcrossCrashes: the
@@ -367,21 +368,21 @@ func TestAGitOpsSuspensionIsUndoneExactlyByARollbackAcrossCrashes(t *testing.T) 
 
 	// First: crash at the first write after the fourth suspension.
 	var suspended atomic.Int32
-	first := startOperator(t, operatorOptions{
-		crashIf: func(w pendingWrite) bool { return suspended.Load() == 4 && !isManager(w.obj) },
-		onWrite: func(_, _ string, obj client.Object) {
+	first := movetest.StartOperator(t, movetest.OperatorOptions{
+		CrashIf: func(w movetest.PendingWrite) bool { return suspended.Load() == 4 && !isManager(w.Obj) },
+		OnWrite: func(_, _ string, obj client.Object) {
 			if isManager(obj) {
 				suspended.Add(1)
 			}
 		},
 	})
-	mo := newMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: gf.f.Namespaces, GitOps: movev1alpha1.GitOpsSuspend,
+	mo := movetest.NewMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: gf.f.Namespaces, GitOps: movev1alpha1.GitOpsSuspend,
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Millisecond}},
 	})
-	g.Eventually(first.crashed.Load, 2*time.Minute, 50*time.Millisecond).Should(BeTrue(), "the operator must crash after suspending the managers")
-	first.stop()
-	g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRecording), "the crash left the move in Recording, with its status not yet written")
+	g.Eventually(first.Crashed.Load, 2*time.Minute, 50*time.Millisecond).Should(BeTrue(), "the operator must crash after suspending the managers")
+	first.Stop()
+	g.Expect(movetest.Get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRecording), "the crash left the move in Recording, with its status not yet written")
 
 	// Second: the target refuses every create, so Copying fails and the
 	// move rolls back; it crashes after giving the first manager back.
@@ -390,15 +391,15 @@ func TestAGitOpsSuspensionIsUndoneExactlyByARollbackAcrossCrashes(t *testing.T) 
 		restored    atomic.Int32
 		recorded    atomic.Int32
 	)
-	second := startOperator(t, operatorOptions{
-		failIf: func(cluster, verb string, _ client.Object) error {
+	second := movetest.StartOperator(t, movetest.OperatorOptions{
+		FailIf: func(cluster, verb string, _ client.Object) error {
 			if cluster == "target" && verb == "create" {
 				return apierrors.NewForbidden(schema.GroupResource{Resource: "any"}, "", errors.New("fault injected by the test"))
 			}
 			return nil
 		},
-		crashIf: func(w pendingWrite) bool { return isManager(w.obj) && restored.Load() == 1 },
-		onWrite: func(_, verb string, obj client.Object) {
+		CrashIf: func(w movetest.PendingWrite) bool { return isManager(w.Obj) && restored.Load() == 1 },
+		OnWrite: func(_, verb string, obj client.Object) {
 			if mo, ok := obj.(*movev1alpha1.MoveOperation); ok && verb == "patch/status" && mo.Status.Phase == movev1alpha1.PhaseRollingBack {
 				rollingBack.Store(true)
 			}
@@ -412,17 +413,17 @@ func TestAGitOpsSuspensionIsUndoneExactlyByARollbackAcrossCrashes(t *testing.T) 
 			}
 		},
 	})
-	g.Eventually(second.crashed.Load, 3*time.Minute, 50*time.Millisecond).Should(BeTrue(), "the move must roll back and the operator crash giving the managers back")
-	second.stop()
+	g.Eventually(second.Crashed.Load, 3*time.Minute, 50*time.Millisecond).Should(BeTrue(), "the move must roll back and the operator crash giving the managers back")
+	second.Stop()
 	g.Expect(recorded.Load()).To(BeZero(), "a resumed move writes nothing to managers its predecessor suspended")
-	g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
+	g.Expect(movetest.Get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
 
-	startOperator(t, operatorOptions{})
-	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 3*time.Minute)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 3*time.Minute)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonCopyTimeout))
 	gf.assertAsCreated(g)
 	g.Expect(failed.Status.Plan.GitOps.Items).To(Equal(gf.wantReport(movev1alpha1.GitOpsReconciling)), "the status no longer says the move holds them suspended")
-	deleteMoveOperation(t, mo)
+	movetest.DeleteMoveOperation(t, mo)
 }
 
 // TestIgnoredGitOpsManagersKeepRunningWithAWarning: with spec.gitOps:
@@ -433,16 +434,16 @@ func TestIgnoredGitOpsManagersKeepRunningWithAWarning(t *testing.T) {
 	g := NewWithT(t)
 	managerVersions := gf.resourceVersionsOfManagers(g)
 
-	startOperator(t, operatorOptions{})
-	mo := newMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: gf.f.Namespaces, GitOps: movev1alpha1.GitOpsIgnore,
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	mo := movetest.NewMoveOperation(t, gf.ops, "move", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: gf.f.Namespaces, GitOps: movev1alpha1.GitOpsIgnore,
 	})
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 	g.Expect(done.Status.Plan.GitOps.Items).To(Equal(gf.wantReport(movev1alpha1.GitOpsReconciling)))
 	g.Expect(strings.Join(done.Status.Plan.Warnings, "\n")).To(ContainSubstring("spec.gitOps is Ignore, so they keep running"))
 	g.Expect(gf.resourceVersionsOfManagers(g)).To(Equal(managerVersions), "no manager was written")
 	assertEvent(g, gf.ops, mo.Name, "Warning", movev1alpha1.ReasonGitOpsIgnored, gf.tools+"/workers")
-	deleteMoveOperation(t, mo)
+	movetest.DeleteMoveOperation(t, mo)
 }
 
 // assertEvent waits for an event about a MoveOperation with that type and
@@ -450,7 +451,7 @@ func TestIgnoredGitOpsManagersKeepRunningWithAWarning(t *testing.T) {
 func assertEvent(g Gomega, ns, name, eventType, reason, names string) {
 	g.Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
-		g.Expect(k8s.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(movetest.Client.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
 		var notes []string
 		for _, e := range events.Items {
 			if e.Regarding.Name == name && e.Type == eventType && e.Reason == reason {
@@ -478,11 +479,11 @@ func TestMoreGitOpsManagersThanTheStatusListsAreAllSuspended(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	name := "gitops-many" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
 	ns, clusterName := f.Clusters[0].Namespace, f.Clusters[0].Name
 	cluster := &unstructured.Unstructured{}
 	cluster.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
-	g.Expect(env.Source.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, cluster)).To(Succeed())
+	g.Expect(movetest.Env.Source.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, cluster)).To(Succeed())
 	owner := metav1.OwnerReference{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: clusterName, UID: cluster.GetUID()}
 
 	// 51 ConfigMaps of the Cluster's hierarchy, each applied by a
@@ -496,7 +497,7 @@ func TestMoreGitOpsManagersThanTheStatusListsAreAllSuspended(t *testing.T) {
 		k.SetGroupVersionKind(kustomizationGVK)
 		k.SetNamespace(ns)
 		k.SetName(fmt.Sprintf("k%02d", i))
-		g.Expect(env.Source.Client.Create(ctx, k)).To(Succeed())
+		g.Expect(movetest.Env.Source.Client.Create(ctx, k)).To(Succeed())
 		kustomizations = append(kustomizations, client.ObjectKeyFromObject(k))
 		cm := &unstructured.Unstructured{}
 		cm.SetAPIVersion("v1")
@@ -505,22 +506,22 @@ func TestMoreGitOpsManagersThanTheStatusListsAreAllSuspended(t *testing.T) {
 		cm.SetName(fmt.Sprintf("%s-addon-%02d", clusterName, i))
 		cm.SetOwnerReferences([]metav1.OwnerReference{owner})
 		cm.SetLabels(map[string]string{gitops.FluxKustomizationNameLabel: k.GetName(), gitops.FluxKustomizationNamespaceLabel: ns})
-		g.Expect(env.Source.Client.Create(ctx, cm)).To(Succeed())
+		g.Expect(movetest.Env.Source.Client.Create(ctx, cm)).To(Succeed())
 	}
 
-	startOperator(t, operatorOptions{})
-	mo := newMoveOperation(t, opsNamespace(t), "move", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: f.Namespaces, GitOps: movev1alpha1.GitOpsSuspend,
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	mo := movetest.NewMoveOperation(t, movetest.OpsNamespace(t), "move", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: f.Namespaces, GitOps: movev1alpha1.GitOpsSuspend,
 	})
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 	g.Expect(done.Status.Plan.GitOps.Managers).To(BeEquivalentTo(managers))
 	g.Expect(done.Status.Plan.GitOps.Items).To(HaveLen(50), "the status lists the first 50")
 	for _, key := range kustomizations {
 		k := &unstructured.Unstructured{}
 		k.SetGroupVersionKind(kustomizationGVK)
-		g.Expect(env.Source.Client.Get(ctx, key, k)).To(Succeed())
+		g.Expect(movetest.Env.Source.Client.Get(ctx, key, k)).To(Succeed())
 		suspend, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend")
 		g.Expect(suspend).To(BeTrue(), "Kustomization %s is suspended, listed in the status or not", key)
 	}
-	deleteMoveOperation(t, mo)
+	movetest.DeleteMoveOperation(t, mo)
 }

@@ -4,7 +4,6 @@ package controllers_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -27,94 +26,61 @@ import (
 	"github.com/move-operator/move-operator/controllers"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
-	"github.com/move-operator/move-operator/test/testenv"
 )
-
-// waitForPhase waits until the MoveOperation reaches phase, recording the
-// kstatus of every state it passed through; it fails at once, with the
-// conditions, when the move ends in another phase.
-func waitForPhase(t *testing.T, mo *movev1alpha1.MoveOperation, want movev1alpha1.MovePhase, timeout time.Duration) (*movev1alpha1.MoveOperation, map[status.Status]bool) {
-	t.Helper()
-	seen := map[status.Status]bool{}
-	var got *movev1alpha1.MoveOperation
-	deadline := time.Now().Add(timeout)
-	for {
-		g := NewWithT(t)
-		got = get(g, mo)
-		captureStatus(t, got)
-		seen[kstatusOf(g, got)] = true
-		if got.Status.Phase == want {
-			return got, seen
-		}
-		if got.Status.Phase.IsTerminal() || time.Now().After(deadline) {
-			conds, _ := json.MarshalIndent(got.Status.Conditions, "", "  ")
-			t.Fatalf("MoveOperation %s/%s is in phase %q, want %q; failure %s: %s\nconditions: %s\nlogs: %s",
-				mo.Namespace, mo.Name, got.Status.Phase, want, got.Status.FailureReason, got.Status.FailureMessage, conds, env.LogDirs())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// opsNamespace creates the namespace the MoveOperation and its Secret live
-// in, with the target's kubeconfig under "target".
-func opsNamespace(t *testing.T) string {
-	ns := testenv.NewNamespace(t, env.Source, "ops")
-	newSecret(t, ns, "target", map[string][]byte{"value": targetKubeconfig})
-	return ns
-}
 
 func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	prefix := "all" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 3, Workers: ptr.To(1), Namespaces: []string{prefix + "-a", prefix + "-b"}, Name: prefix})
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 3, Workers: ptr.To(1), Namespaces: []string{prefix + "-a", prefix + "-b"}, Name: prefix})
 
 	// Replica counts 1, 2 and 3 must come back as they were, also for the
 	// target's infrastructure provider, whose annotation somebody removes
 	// during the move: the MoveOperation status still records its count,
 	// which wins over the fallback (2).
-	setProviderReplicas(t, env.Source, capiprovider.CoreProvider, 2)
-	setProviderReplicas(t, env.Target, capiprovider.KubeadmBootstrapProvider, 3)
-	infra := env.Target.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
+	movetest.SetProviderReplicas(t, movetest.Env.Source, capiprovider.CoreProvider, 2)
+	movetest.SetProviderReplicas(t, movetest.Env.Target, capiprovider.KubeadmBootstrapProvider, 3)
+	infra := movetest.Env.Target.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
 	infraKey := types.NamespacedName{Namespace: infra.Namespace, Name: infra.Deployment}
 
 	applied := applyAsTopology(ctx, t, f.Namespaces[0])
 
-	stateBefore := stateOf(ctx, g)
-	sourceBefore := take(ctx, g, env.Source, f.Namespaces)
+	stateBefore := movetest.StateOf(ctx, g)
+	sourceBefore := movetest.Take(ctx, g, movetest.Env.Source, f.Namespaces)
 	t.Logf("moving %d objects: %v", len(sourceBefore.Objects), sourceBefore.Kinds())
 	o, _ := sourceBefore.Get(applied)
 	g.Expect(o.Managers).To(ContainElement(And(HaveField("Manager", "capi-topology"),
 		HaveField("Fields", ContainElement(HavePrefix(`f:metadata.f:ownerReferences.k:{"owner":"Cluster.cluster.x-k8s.io/`))))),
 		"the snapshot of %s shows the Apply manager's owner reference", applied)
 
-	ups := &scaleUps{}
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
-		ups.observe(cluster, verb, obj)
+	ups := &movetest.ScaleUps{}
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, obj client.Object) {
+		ups.Observe(cluster, verb, obj)
 		if d, ok := obj.(*appsv1.Deployment); ok && cluster == "target" && client.ObjectKeyFromObject(d) == infraKey && ptr.Deref(d.Spec.Replicas, 1) == 0 {
 			// Somebody removes the record while the controller is down.
 			cur := &appsv1.Deployment{}
-			if err := env.Target.Client.Get(ctx, infraKey, cur); err == nil {
+			if err := movetest.Env.Target.Client.Get(ctx, infraKey, cur); err == nil {
 				patch := client.MergeFrom(cur.DeepCopy())
 				delete(cur.Annotations, movev1alpha1.OriginalReplicasAnnotation)
-				_ = env.Target.Client.Patch(ctx, cur, patch)
+				_ = movetest.Env.Target.Client.Patch(ctx, cur, patch)
 			}
 		}
 	}})
-	ns := opsNamespace(t)
-	mo := newMoveOperation(t, ns, "move-all", movev1alpha1.MoveOperationSpec{
-		Target:      targetRef("target"),
+	ns := movetest.OpsNamespace(t)
+	mo := movetest.NewMoveOperation(t, ns, "move-all", movev1alpha1.MoveOperationSpec{
+		Target:      movetest.TargetRef("target"),
 		Controllers: movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](2)},
 	})
-	done, seen := waitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
+	done, seen := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
 
 	t.Run("the status tells the whole story", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(seen).To(HaveKey(status.InProgressStatus), "kstatus must report InProgress while moving")
-		g.Expect(kstatusOf(g, done)).To(Equal(status.CurrentStatus))
+		g.Expect(movetest.KstatusOf(g, done)).To(Equal(status.CurrentStatus))
 		ready := meta.FindStatusCondition(done.Status.Conditions, movev1alpha1.ReadyCondition)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 		for _, c := range []string{movev1alpha1.ValidatedCondition, movev1alpha1.ControllersRecordedCondition, movev1alpha1.ControllersScaledDownCondition,
@@ -131,22 +97,22 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 		g.Expect(done.Status.Progress.Summary).To(Equal(fmt.Sprintf("%d/%d", done.Status.Progress.Total, done.Status.Progress.Total)))
 		g.Expect(done.Status.StartTime).NotTo(BeNil())
 		g.Expect(done.Status.CompletionTime).NotTo(BeNil())
-		g.Expect(done.Status.Controllers).To(HaveLen(2 * len(env.Source.CAPI.Providers)))
+		g.Expect(done.Status.Controllers).To(HaveLen(2 * len(movetest.Env.Source.CAPI.Providers)))
 	})
 
 	t.Run("what arrived is exactly what was there", func(t *testing.T) {
 		g := NewWithT(t)
-		targetAfter := take(ctx, g, env.Target, f.Namespaces)
-		if diff := snapshot.Diff(inNamespaces(sourceBefore, f.Namespaces...), inNamespaces(targetAfter, f.Namespaces...)); diff != "" {
+		targetAfter := movetest.Take(ctx, g, movetest.Env.Target, f.Namespaces)
+		if diff := snapshot.Diff(movetest.InNamespaces(sourceBefore, f.Namespaces...), movetest.InNamespaces(targetAfter, f.Namespaces...)); diff != "" {
 			t.Fatalf("the target differs from the source before the move:\n%s", diff)
 		}
-		assertOwnersExist(ctx, g, env.Target.Client, f.Namespaces)
+		movetest.AssertOwnersExist(ctx, g, movetest.Env.Target.Client, f.Namespaces)
 	})
 
 	t.Run("only global objects remain in the source", func(t *testing.T) {
 		g := NewWithT(t)
-		sourceAfter := take(ctx, g, env.Source, f.Namespaces)
-		for _, o := range inNamespaces(sourceAfter, f.Namespaces...).Objects {
+		sourceAfter := movetest.Take(ctx, g, movetest.Env.Source, f.Namespaces)
+		for _, o := range movetest.InNamespaces(sourceAfter, f.Namespaces...).Objects {
 			// The global identity's credentials belong to its hierarchy:
 			// copied, never deleted, like the identity itself.
 			g.Expect(o.Owners).To(ConsistOf(HaveField("Kind", "LoopClusterIdentity.infrastructure.cluster.x-k8s.io")),
@@ -155,20 +121,20 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 		id := snapshot.Key{Kind: "LoopClusterIdentity.infrastructure.cluster.x-k8s.io", Name: f.Identities[0]}
 		_, inSource := sourceAfter.Get(id)
 		g.Expect(inSource).To(BeTrue(), "the global identity stays in the source")
-		_, inTarget := take(ctx, g, env.Target, f.Namespaces).Get(id)
+		_, inTarget := movetest.Take(ctx, g, movetest.Env.Target, f.Namespaces).Get(id)
 		g.Expect(inTarget).To(BeTrue(), "and is copied to the target")
 	})
 
 	t.Run("controllers and webhooks are back as they were, target first", func(t *testing.T) {
 		g := NewWithT(t)
-		stateAfter := stateOf(ctx, g)
+		stateAfter := movetest.StateOf(ctx, g)
 		g.Expect(stateAfter.Replicas).To(Equal(stateBefore.Replicas))
 		g.Expect(stateAfter.Webhooks).To(Equal(stateBefore.Webhooks), "webhook configurations must be byte-for-byte as before")
-		order := ups.clusters()
-		g.Expect(order).To(HaveLen(2 * len(env.Source.CAPI.Providers)))
+		order := ups.Clusters()
+		g.Expect(order).To(HaveLen(2 * len(movetest.Env.Source.CAPI.Providers)))
 		for i, c := range order {
 			want := "target"
-			if i >= len(env.Source.CAPI.Providers) {
+			if i >= len(movetest.Env.Source.CAPI.Providers) {
 				want = "source"
 			}
 			g.Expect(c).To(Equal(want), "scale-up %d of %v", i, order)
@@ -177,8 +143,8 @@ func TestAMoveOfEveryNamespaceTakesTheWholeFleetAndRestoresEverything(t *testing
 
 	t.Run("nothing is left paused", func(t *testing.T) {
 		g := NewWithT(t)
-		assertNoMoveMarks(ctx, g, env.Target.Client, f.Namespaces)
-		assertNoMoveMarks(ctx, g, env.Source.Client, f.Namespaces)
+		movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Target.Client, f.Namespaces)
+		movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Source.Client, f.Namespaces)
 	})
 }
 
@@ -195,7 +161,7 @@ func applyAsTopology(ctx context.Context, t *testing.T, namespace string) snapsh
 	t.Helper()
 	mds := &unstructured.UnstructuredList{}
 	mds.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "MachineDeploymentList"})
-	if err := env.Source.Client.List(ctx, mds, client.InNamespace(namespace)); err != nil || len(mds.Items) == 0 {
+	if err := movetest.Env.Source.Client.List(ctx, mds, client.InNamespace(namespace)); err != nil || len(mds.Items) == 0 {
 		t.Fatalf("listing the MachineDeployments of %s: %v (%d found)", namespace, err, len(mds.Items))
 	}
 	md := mds.Items[0]
@@ -206,16 +172,16 @@ func applyAsTopology(ctx context.Context, t *testing.T, namespace string) snapsh
 	intent.SetLabels(map[string]string{"move-test/applied": "yes"})
 	intent.SetOwnerReferences(md.GetOwnerReferences())
 	//nolint:staticcheck // an apply patch as Cluster API topology sends it
-	if err := env.Source.Client.Patch(ctx, intent, client.Apply, client.FieldOwner("capi-topology"), client.ForceOwnership); err != nil {
+	if err := movetest.Env.Source.Client.Patch(ctx, intent, client.Apply, client.FieldOwner("capi-topology"), client.ForceOwnership); err != nil {
 		t.Fatalf("applying to MachineDeployment %s/%s: %v", md.GetNamespace(), md.GetName(), err)
 	}
 	return snapshot.Key{Kind: "MachineDeployment.cluster.x-k8s.io", Namespace: md.GetNamespace(), Name: md.GetName()}
 }
 
 func TestProgressCountsStepsWhoseStatusWriteWasLostToAConflict(t *testing.T) {
-	rc := newRollbackCase(t, "lostwrite")
+	rc := movetest.NewRollbackCase(t, "lostwrite")
 	var lostCopy, lostDelete sync.Once
-	startOperator(t, operatorOptions{failIf: func(_, verb string, obj client.Object) error {
+	movetest.StartOperator(t, movetest.OperatorOptions{FailIf: func(_, verb string, obj client.Object) error {
 		mo, ok := obj.(*movev1alpha1.MoveOperation)
 		if !ok || verb != "patch/status" || mo.Status.Progress == nil {
 			return nil
@@ -233,8 +199,8 @@ func TestProgressCountsStepsWhoseStatusWriteWasLostToAConflict(t *testing.T) {
 		}
 		return err
 	}})
-	mo := newMoveOperation(t, rc.ops, "lost-writes", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	mo := movetest.NewMoveOperation(t, rc.Ops, "lost-writes", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 	g := NewWithT(t)
 	g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Progress.Total), "copied")
 	g.Expect(done.Status.Progress.CopiedGroups).To(Equal(done.Status.Plan.Groups))

@@ -16,6 +16,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
@@ -27,24 +28,24 @@ func TestANamedNamespaceThatHoldsNothingIsCreatedInTheTarget(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	prefix := "emptyns" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{prefix}, Name: prefix})
-	empty := testenv.NewNamespace(t, env.Source, prefix+"-empty")
-	g.Expect(env.Target.Client.Get(ctx, client.ObjectKey{Name: empty}, &corev1.Namespace{})).NotTo(Succeed(), "the target has no namespace %s before the move", empty)
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{prefix}, Name: prefix})
+	empty := testenv.NewNamespace(t, movetest.Env.Source, prefix+"-empty")
+	g.Expect(movetest.Env.Target.Client.Get(ctx, client.ObjectKey{Name: empty}, &corev1.Namespace{})).NotTo(Succeed(), "the target has no namespace %s before the move", empty)
 
-	startOperator(t, operatorOptions{})
+	movetest.StartOperator(t, movetest.OperatorOptions{})
 	namespaces := append([]string{empty}, f.Namespaces...)
-	mo := newMoveOperation(t, opsNamespace(t), "move-with-an-empty-namespace", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: namespaces,
+	mo := movetest.NewMoveOperation(t, movetest.OpsNamespace(t), "move-with-an-empty-namespace", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: namespaces,
 	})
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
 	for _, ns := range namespaces {
-		g.Expect(env.Target.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(Succeed(),
+		g.Expect(movetest.Env.Target.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})).To(Succeed(),
 			"namespace %s, named by the move, must be in the target for the way back", ns)
 	}
 	t.Cleanup(func() {
-		_ = env.Target.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: empty}})
+		_ = movetest.Env.Target.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: empty}})
 	})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/move-operator/move-operator/internal/quiesce"
 	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/installed"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -39,7 +40,7 @@ import (
 // new credential, move the webhook bypass in the target to the new
 // identity, say so, and end Done with no bypass left for either identity.
 func TestATargetCredentialRotatedToAnotherServiceAccountDuringCopyingIsUsedAndTheBypassFollowsIt(t *testing.T) {
-	rc := newRollbackCase(t, "rotation")
+	rc := movetest.NewRollbackCase(t, "rotation")
 	ctx := context.Background()
 	g := NewWithT(t)
 
@@ -49,7 +50,7 @@ func TestATargetCredentialRotatedToAnotherServiceAccountDuringCopyingIsUsedAndTh
 	a := grantTargetAccess(t, "rotation-a-"+rand.String(4))
 	b := grantTargetAccess(t, "rotation-b-"+rand.String(4))
 	g.Expect(a.username).NotTo(Equal(b.username))
-	newSecret(t, rc.ops, "rotating", map[string][]byte{"value": a.kubeconfig})
+	movetest.NewSecret(t, rc.Ops, "rotating", map[string][]byte{"value": a.kubeconfig})
 
 	// The first copy the operator makes in the target waits until the
 	// Secret holds B's token and A is gone, then goes on with A's client.
@@ -58,8 +59,8 @@ func TestATargetCredentialRotatedToAnotherServiceAccountDuringCopyingIsUsedAndTh
 	var once sync.Once
 	var refusedMu sync.Mutex
 	var refused []string
-	startOperator(t, operatorOptions{
-		failIf: func(cluster, verb string, obj client.Object) error {
+	movetest.StartOperator(t, movetest.OperatorOptions{
+		FailIf: func(cluster, verb string, obj client.Object) error {
 			if cluster != "target" || verb != "create" || !isCopy(obj) {
 				return nil
 			}
@@ -72,7 +73,7 @@ func TestATargetCredentialRotatedToAnotherServiceAccountDuringCopyingIsUsedAndTh
 			})
 			return nil
 		},
-		onWriteError: func(cluster, verb string, obj client.Object, err error) {
+		OnWriteError: func(cluster, verb string, obj client.Object, err error) {
 			if cluster == "target" && apierrors.IsUnauthorized(err) {
 				refusedMu.Lock()
 				refused = append(refused, fmt.Sprintf("%s %T %s", verb, obj, obj.GetName()))
@@ -80,9 +81,9 @@ func TestATargetCredentialRotatedToAnotherServiceAccountDuringCopyingIsUsedAndTh
 			}
 		},
 	})
-	mo := newMoveOperation(t, rc.ops, "rotation", movev1alpha1.MoveOperationSpec{
-		Target:     targetRef("rotating"),
-		Namespaces: rc.f.Namespaces,
+	mo := movetest.NewMoveOperation(t, rc.Ops, "rotation", movev1alpha1.MoveOperationSpec{
+		Target:     movetest.TargetRef("rotating"),
+		Namespaces: rc.Fleet.Namespaces,
 		// Today's failure mode is a rollback once Copying made no
 		// progress this long: short, so that it shows quickly.
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Minute}},
@@ -91,47 +92,47 @@ func TestATargetCredentialRotatedToAnotherServiceAccountDuringCopyingIsUsedAndTh
 	select {
 	case <-copying:
 	case <-time.After(3 * time.Minute):
-		t.Fatalf("the move never began copying to the target: phase %s", get(g, mo).Status.Phase)
+		t.Fatalf("the move never began copying to the target: phase %s", movetest.Get(g, mo).Status.Phase)
 	}
-	g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseCopying))
-	bypassed, err := quiesce.BypassedUsernames(ctx, env.Target.Client)
+	g.Expect(movetest.Get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseCopying))
+	bypassed, err := quiesce.BypassedUsernames(ctx, movetest.Env.Target.Client)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bypassed).To(Equal([]string{a.username}), "the bypass in the target lets A through while A copies")
 
-	rotate(t, rc.ops, "rotating", b.kubeconfig)
+	rotate(t, rc.Ops, "rotating", b.kubeconfig)
 	a.delete(t)
 	g.Eventually(func() bool {
-		_, err := whoAmI(a.kubeconfig)
+		_, err := movetest.WhoAmI(a.kubeconfig)
 		return apierrors.IsUnauthorized(err)
 	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the token of a deleted ServiceAccount is refused")
 	close(rotated)
 
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 	g.Expect(done.Status.FailureReason).To(BeEmpty())
 
 	refusedMu.Lock()
 	g.Expect(refused).NotTo(BeEmpty(), "the copy was made with A's credential after A was deleted, and refused: the rotation happened mid-Copying")
 	refusedMu.Unlock()
 
-	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+	if diff := snapshot.Diff(rc.Before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
-	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+	movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Target.Client, rc.Fleet.Namespaces)
 
 	g.Eventually(func(g Gomega) {
-		notes := warningNotes(ctx, g, mo, movev1alpha1.ReasonIdentityChanged)
+		notes := movetest.WarningNotes(ctx, g, mo, movev1alpha1.ReasonIdentityChanged)
 		g.Expect(notes).To(ContainElement(And(ContainSubstring("target cluster"), ContainSubstring(b.username), ContainSubstring(a.username))),
 			"a Warning event names the change of identity in the target")
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 		left, err := quiesce.BypassInstalled(ctx, m.Client)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(left).To(BeEmpty(), "no webhook bypass is left in %s", m.Name)
 		g.Expect(matchConditionsNaming(ctx, g, m, a.username, b.username)).To(BeEmpty(), "no match condition in %s names either identity", m.Name)
 	}
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the providers run as before, and the webhooks are as they were")
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(rc.StateBefore), "the providers run as before, and the webhooks are as they were")
 }
 
 // isCopy reports whether an object the operator creates in the target is
@@ -159,7 +160,7 @@ type targetIdentity struct {
 // binding to the same ClusterRole), and removes it when the test ends.
 func grantTargetAccess(t *testing.T, name string) *targetIdentity {
 	t.Helper()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	root, err := testenv.RepositoryRoot("go test ./controllers/")
 	if err != nil {
 		t.Fatal(err)
@@ -186,14 +187,14 @@ func grantTargetAccess(t *testing.T, name string) *targetIdentity {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	kubeconfig, _, err := targetaccess.Grant(ctx, env.Target.Config, []byte(manifest), targetaccess.Options{ServiceAccount: name, Namespace: ns})
+	kubeconfig, _, err := targetaccess.Grant(ctx, movetest.Env.Target.Config, []byte(manifest), targetaccess.Options{ServiceAccount: name, Namespace: ns})
 	if err != nil {
 		t.Fatalf("granting ServiceAccount %s/%s access to the target: %v", ns, name, err)
 	}
 	id := &targetIdentity{key: types.NamespacedName{Namespace: ns, Name: name}, username: targetaccess.Username(types.NamespacedName{Namespace: ns, Name: name}), kubeconfig: kubeconfig}
 	t.Cleanup(func() {
 		id.delete(t)
-		if err := env.Target.Client.Delete(context.Background(), binding); err != nil && !apierrors.IsNotFound(err) {
+		if err := movetest.Env.Target.Client.Delete(context.Background(), binding); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting ClusterRoleBinding %s from the target: %v", name, err)
 		}
 	})
@@ -205,7 +206,7 @@ func grantTargetAccess(t *testing.T, name string) *targetIdentity {
 func (id *targetIdentity) delete(t *testing.T) {
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: id.key.Namespace, Name: id.key.Name}}
-	if err := env.Target.Client.Delete(context.Background(), sa); err != nil && !apierrors.IsNotFound(err) {
+	if err := movetest.Env.Target.Client.Delete(context.Background(), sa); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting ServiceAccount %s from the target: %v", id.key, err)
 	}
 }
@@ -215,12 +216,12 @@ func (id *targetIdentity) delete(t *testing.T) {
 func rotate(t *testing.T, ns, name string, kubeconfig []byte) {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
+	if err := movetest.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(s.DeepCopy())
 	s.Data["value"] = kubeconfig
-	if err := k8s.Patch(context.Background(), s, patch); err != nil {
+	if err := movetest.Client.Patch(context.Background(), s, patch); err != nil {
 		t.Fatalf("rotating Secret %s/%s: %v", ns, name, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/movetest"
 )
 
 // refuseInTarget installs in the target an admission policy that refuses
@@ -54,11 +55,11 @@ func refuseInTarget(t *testing.T, ns string) {
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
-	g.Expect(env.Target.Client.Create(ctx, policy)).To(Succeed())
-	g.Expect(env.Target.Client.Create(ctx, binding)).To(Succeed())
+	g.Expect(movetest.Env.Target.Client.Create(ctx, policy)).To(Succeed())
+	g.Expect(movetest.Env.Target.Client.Create(ctx, binding)).To(Succeed())
 	t.Cleanup(func() {
-		_ = env.Target.Client.Delete(context.Background(), binding)
-		_ = env.Target.Client.Delete(context.Background(), policy)
+		_ = movetest.Env.Target.Client.Delete(context.Background(), binding)
+		_ = movetest.Env.Target.Client.Delete(context.Background(), policy)
 	})
 }
 
@@ -69,20 +70,20 @@ func refuseInTarget(t *testing.T, ns string) {
 // Warning event) while the move completes: it is past its point of no
 // return, and the objects are there. None checks nothing.
 func TestTheTargetsWebhooksCheckTheMovedObjects(t *testing.T) {
-	ensureSetup(t)
-	startOperator(t, operatorOptions{})
+	movetest.EnsureSetup(t)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
 	for _, mode := range []movev1alpha1.TargetValidation{movev1alpha1.TargetValidationSample, movev1alpha1.TargetValidationNone} {
 		t.Run(string(mode), func(t *testing.T) {
 			ctx := context.Background()
 			g := NewWithT(t)
 			name := "validate-" + rand.String(4)
-			f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+			f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
 			refuseInTarget(t, name)
-			ops := opsNamespace(t)
-			mo := newMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{
-				Target: targetRef("target"), Namespaces: f.Namespaces, TargetValidation: mode,
+			ops := movetest.OpsNamespace(t)
+			mo := movetest.NewMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{
+				Target: movetest.TargetRef("target"), Namespaces: f.Namespaces, TargetValidation: mode,
 			})
-			done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+			done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 			refused := ContainElement(And(ContainSubstring("MachineDeployment"), ContainSubstring("refused by the test's stand-in")))
 			if mode == movev1alpha1.TargetValidationNone {
 				g.Expect(done.Status.Plan.Warnings).NotTo(refused)
@@ -92,14 +93,14 @@ func TestTheTargetsWebhooksCheckTheMovedObjects(t *testing.T) {
 			g.Expect(done.Status.Plan.Warnings).NotTo(ContainElement(ContainSubstring("could not")), "every sampled object was checked")
 			g.Eventually(func(g Gomega) {
 				events := &eventsv1.EventList{}
-				g.Expect(k8s.List(ctx, events, client.InNamespace(ops))).To(Succeed())
+				g.Expect(movetest.Client.List(ctx, events, client.InNamespace(ops))).To(Succeed())
 				found := false
 				for _, e := range events.Items {
 					found = found || (e.Regarding.Name == mo.Name && e.Reason == movev1alpha1.ReasonTargetValidationFailed && e.Type == "Warning")
 				}
 				g.Expect(found).To(BeTrue(), "a Warning event says what the target refuses")
 			}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-			deleteMoveOperation(t, mo)
+			movetest.DeleteMoveOperation(t, mo)
 		})
 	}
 }

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package recovery_test
 
 import (
 	"errors"
@@ -18,6 +18,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
 )
 
@@ -29,59 +30,59 @@ import (
 // rollback's first write, and a fresh one (deleting one object at a time,
 // so that the order is the one it chose) finishes the rollback.
 func TestARollbackAfterARestartDeletesChildrenBeforeOwners(t *testing.T) {
-	rc := newRollbackCase(t, "rbrestart")
+	rc := movetest.NewRollbackCase(t, "rbrestart")
 	g := NewWithT(t)
 
 	var (
 		copyingAt   atomic.Int64
 		rollingBack atomic.Bool
-		first       *operator
+		first       *movetest.Operator
 	)
-	first = startOperator(t, operatorOptions{
-		failIf: func(cluster, verb string, _ client.Object) error {
+	first = movetest.StartOperator(t, movetest.OperatorOptions{
+		FailIf: func(cluster, verb string, _ client.Object) error {
 			at := copyingAt.Load()
-			if cluster == "target" && verb == "create" && at > 0 && first.writes.Load() > at+failCopyAfter {
+			if cluster == "target" && verb == "create" && at > 0 && first.Writes.Load() > at+movetest.FailCopyAfter {
 				return apierrors.NewForbidden(schema.GroupResource{Resource: "any"}, "", errors.New("fault injected by the test"))
 			}
 			return nil
 		},
-		crashIf: func(pendingWrite) bool { return rollingBack.Load() },
-		onWrite: func(_, verb string, obj client.Object) {
+		CrashIf: func(movetest.PendingWrite) bool { return rollingBack.Load() },
+		OnWrite: func(_, verb string, obj client.Object) {
 			mo, ok := obj.(*movev1alpha1.MoveOperation)
 			if !ok || verb != "patch/status" {
 				return
 			}
 			switch mo.Status.Phase {
 			case movev1alpha1.PhaseCopying:
-				copyingAt.CompareAndSwap(0, first.writes.Load())
+				copyingAt.CompareAndSwap(0, first.Writes.Load())
 			case movev1alpha1.PhaseRollingBack:
 				rollingBack.Store(true)
 			}
 		},
 	})
-	mo := newMoveOperation(t, rc.ops, "move", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+	mo := movetest.NewMoveOperation(t, rc.Ops, "move", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Millisecond}},
 	})
-	g.Eventually(first.crashed.Load, 3*time.Minute, 50*time.Millisecond).Should(BeTrue(), "the move must fail and the operator crash in RollingBack")
-	first.stop()
-	g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
+	g.Eventually(first.Crashed.Load, 3*time.Minute, 50*time.Millisecond).Should(BeTrue(), "the move must fail and the operator crash in RollingBack")
+	first.Stop()
+	g.Expect(movetest.Get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
 
 	var (
 		mu       sync.Mutex
 		deleted  []snapshot.Key
 		refusals []string
 	)
-	startOperator(t, operatorOptions{
-		move: move.Options{Concurrency: 1},
-		onWrite: func(cluster, verb string, obj client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{
+		Move: move.Options{Concurrency: 1},
+		OnWrite: func(cluster, verb string, obj client.Object) {
 			if cluster == "target" && verb == "delete" {
 				mu.Lock()
 				defer mu.Unlock()
 				deleted = append(deleted, keyOf(obj))
 			}
 		},
-		onWriteError: func(cluster, verb string, obj client.Object, err error) {
+		OnWriteError: func(cluster, verb string, obj client.Object, err error) {
 			if cluster == "target" {
 				mu.Lock()
 				defer mu.Unlock()
@@ -89,19 +90,19 @@ func TestARollbackAfterARestartDeletesChildrenBeforeOwners(t *testing.T) {
 			}
 		},
 	})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
+	rc.AssertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
 
 	mu.Lock()
 	defer mu.Unlock()
 	g.Expect(refusals).To(BeEmpty(), "no deletion in the target is refused or retried")
-	g.Expect(len(deleted)).To(BeNumerically(">", failCopyAfter/2), "the rollback deletes the copies made before the fault")
+	g.Expect(len(deleted)).To(BeNumerically(">", movetest.FailCopyAfter/2), "the rollback deletes the copies made before the fault")
 	at := map[snapshot.Key]int{}
 	for i, k := range deleted {
 		at[k] = i
 	}
 	// The target's copies have the source's owners: the source snapshot
 	// says who owns what.
-	for _, o := range rc.before.Objects {
+	for _, o := range rc.Before.Objects {
 		i, ok := at[o.Key()]
 		if !ok {
 			continue
@@ -112,7 +113,7 @@ func TestARollbackAfterARestartDeletesChildrenBeforeOwners(t *testing.T) {
 			}
 		}
 	}
-	deleteMoveOperation(t, mo)
+	movetest.DeleteMoveOperation(t, mo)
 }
 
 // keyOf names an object as a snapshot does.
@@ -120,7 +121,7 @@ func keyOf(obj client.Object) snapshot.Key {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	kind := gvk.Kind
 	if kind == "" {
-		kind = kindOf(obj)
+		kind = movetest.KindOf(obj)
 	}
 	if gvk.Group != "" {
 		kind += "." + gvk.Group

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package recovery_test
 
 import (
 	"context"
@@ -28,6 +28,7 @@ import (
 	"github.com/move-operator/move-operator/test/capioperator"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -53,11 +54,11 @@ import (
 // objects it created per cluster (by name: "source", "target").
 func installTheCAPIOperatorWay(t *testing.T) map[string][]capioperator.Provider {
 	t.Helper()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := map[string][]capioperator.Provider{}
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 		if err := capioperator.InstallCRDs(ctx, m.Config); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}
@@ -142,7 +143,7 @@ func startStandIn(t *testing.T, m *testenv.Management, key types.NamespacedName,
 func namespaceInBoth(t *testing.T, prefix string) string {
 	t.Helper()
 	name := prefix + "-" + rand.String(5)
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := m.Client.Create(context.Background(), ns); err != nil {
 			t.Fatalf("creating namespace %s in %s: %v", name, m.Name, err)
@@ -210,7 +211,7 @@ func monitorDown[M runner](ctx context.Context, mo *movev1alpha1.MoveOperation, 
 	dm := &downMonitor{}
 	inWindow := func() bool {
 		got := &movev1alpha1.MoveOperation{}
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(mo), got); err != nil {
+		if err := movetest.Client.Get(ctx, client.ObjectKeyFromObject(mo), got); err != nil {
 			return false
 		}
 		return got.Status.Phase == movev1alpha1.PhaseCopying || got.Status.Phase == movev1alpha1.PhaseDeleting
@@ -221,7 +222,7 @@ func monitorDown[M runner](ctx context.Context, mo *movev1alpha1.MoveOperation, 
 			// the look means in the window during it.
 			if inWindow() {
 				var seen []string
-				for _, m := range []*testenv.Management{env.Source, env.Target} {
+				for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 					for _, p := range m.CAPI.Providers {
 						if p.Serving() {
 							seen = append(seen, fmt.Sprintf("%s: provider %s has a Ready pod", m.Name, p.Name))
@@ -264,7 +265,7 @@ func doneWhileDown[M runner](t *testing.T, ctx context.Context, mo *movev1alpha1
 	monitorCtx, stopMonitor := context.WithCancel(ctx)
 	defer stopMonitor()
 	monitor := monitorDown(monitorCtx, mo, managers)
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, timeout)
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, timeout)
 	return done, monitor
 }
 
@@ -341,30 +342,30 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 	defer cancel()
 	installTheCAPIOperatorWay(t)
 	name := "capiop" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 2, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 2, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
 
 	// cluster-api-operator in the source as its installers leave it
 	// (labelled); in the target repackaged, without the label, known only
 	// by the webhooks of its API group.
-	sourceOperator := startStandIn(t, env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
+	sourceOperator := startStandIn(t, movetest.Env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, movetest.Env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
 	repackaged := map[string]string{"app.kubernetes.io/name": "platform-capi-operator"}
-	targetOperator := startStandIn(t, env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Target, "platform-system"), Name: "platform-capi-operator"}, repackaged)
-	serveOperatorWebhooks(t, env.Target, targetOperator, map[string]string{"app": "stand-in-" + targetOperator.Key.Name})
+	targetOperator := startStandIn(t, movetest.Env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, movetest.Env.Target, "platform-system"), Name: "platform-capi-operator"}, repackaged)
+	serveOperatorWebhooks(t, movetest.Env.Target, targetOperator, map[string]string{"app": "stand-in-" + targetOperator.Key.Name})
 	// A manager of the user's own (say Rancher Turtles) that does the same,
 	// found by nothing but its name in spec.controllers.additional.
 	turtlesNS := namespaceInBoth(t, "rancher-turtles-system")
 	turtles := map[string]*capioperator.StandIn{}
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 		turtles[m.Name] = startStandIn(t, m, types.NamespacedName{Namespace: turtlesNS, Name: "rancher-turtles-controller-manager"}, map[string]string{"app.kubernetes.io/name": "rancher-turtles"})
 	}
 
 	// The stand-ins work: a provider scaled to zero comes back.
-	infra := env.Source.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
+	infra := movetest.Env.Source.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
 	infraKey := types.NamespacedName{Namespace: infra.Namespace, Name: infra.Deployment}
-	scaleDeployment(ctx, g, env.Source, infraKey, 0)
+	scaleDeployment(ctx, g, movetest.Env.Source, infraKey, 0)
 	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
-		g.Expect(env.Source.Client.Get(ctx, infraKey, d)).To(Succeed())
+		g.Expect(movetest.Env.Source.Client.Get(ctx, infraKey, d)).To(Succeed())
 		g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)))
 		g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed(), "a stand-in must scale the provider it finds at zero back up")
@@ -378,8 +379,8 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 			sourceOperator.Err(), turtles["source"].Err())
 	})
 
-	stateBefore := stateOf(ctx, g)
-	sourceBefore := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
+	stateBefore := movetest.StateOf(ctx, g)
+	sourceBefore := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Source, f.Namespaces), f.Namespaces...)
 	standIns := map[string]*capioperator.StandIn{
 		"source cluster-api-operator": sourceOperator, "target cluster-api-operator": targetOperator,
 		"source turtles": turtles["source"], "target turtles": turtles["target"],
@@ -390,10 +391,10 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 	}
 
 	writes := &replicaWrites{}
-	startOperator(t, operatorOptions{onWrite: writes.observe})
-	ns := opsNamespace(t)
-	mo := newMoveOperation(t, ns, "capi-operator", movev1alpha1.MoveOperationSpec{
-		Target:     targetRef("target"),
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: writes.observe})
+	ns := movetest.OpsNamespace(t)
+	mo := movetest.NewMoveOperation(t, ns, "capi-operator", movev1alpha1.MoveOperationSpec{
+		Target:     movetest.TargetRef("target"),
 		Namespaces: f.Namespaces,
 		Controllers: movev1alpha1.ControllersSpec{Additional: []movev1alpha1.AdditionalController{
 			{Cluster: movev1alpha1.ControllerInBoth, Namespace: turtlesNS, Name: "rancher-turtles-controller-manager"},
@@ -420,7 +421,7 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 			"source "+sourceOperator.Key.String(), "target "+targetOperator.Key.String(),
 			"source "+turtles["source"].Key.String(), "target "+turtles["target"].Key.String(),
 		), "status.controllers flags the managers")
-		g.Expect(done.Status.Controllers).To(HaveLen(len(managers)+len(env.Source.CAPI.Providers)+len(env.Target.CAPI.Providers)),
+		g.Expect(done.Status.Controllers).To(HaveLen(len(managers)+len(movetest.Env.Source.CAPI.Providers)+len(movetest.Env.Target.CAPI.Providers)),
 			"status.controllers lists every provider and manager of both clusters")
 
 		assertManagersAroundProviders(t, writes, isManager, 2, "source", "target")
@@ -428,11 +429,11 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 
 	t.Run("everything is back as before, and the fleet is in the target", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "the providers' replicas and every webhook, the stand-in's included, are as before")
+		g.Expect(movetest.StateOf(ctx, g)).To(Equal(stateBefore), "the providers' replicas and every webhook, the stand-in's included, are as before")
 		for n, s := range standIns {
-			m := env.Source
+			m := movetest.Env.Source
 			if strings.HasPrefix(n, "target") {
-				m = env.Target
+				m = movetest.Env.Target
 			}
 			d := &appsv1.Deployment{}
 			g.Expect(m.Client.Get(ctx, s.Key, d)).To(Succeed())
@@ -440,7 +441,7 @@ func TestAMoveOfASetupInstalledByClusterAPIOperatorIsNotUndoneByIt(t *testing.T)
 			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1), "%s is Available", n)
 			g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation), "%s: the record is dropped", n)
 		}
-		after := inNamespaces(take(ctx, g, env.Target, f.Namespaces), f.Namespaces...)
+		after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, f.Namespaces), f.Namespaces...)
 		if diff := snapshot.Diff(sourceBefore, after); diff != "" {
 			t.Fatalf("the target differs from the source before the move:\n%s", diff)
 		}
@@ -527,8 +528,8 @@ func setReplicas(ctx context.Context, m *testenv.Management, key types.Namespace
 // same version or a newer one.
 func TestTheProviderCheckComparesClusterAPIOperatorsProvidersWithoutAnInventory(t *testing.T) {
 	providers := installTheCAPIOperatorWay(t)
-	startOperator(t, operatorOptions{})
-	ns := opsNamespace(t)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	ns := movetest.OpsNamespace(t)
 	ctx := context.Background()
 
 	var infra capioperator.Provider
@@ -542,7 +543,7 @@ func TestTheProviderCheckComparesClusterAPIOperatorsProvidersWithoutAnInventory(
 	}
 	setTargetInfra := func(t *testing.T, version string) {
 		t.Helper()
-		if err := capioperator.DeleteProviders(ctx, env.Target.Client, []capioperator.Provider{infra}); err != nil {
+		if err := capioperator.DeleteProviders(ctx, movetest.Env.Target.Client, []capioperator.Provider{infra}); err != nil {
 			t.Fatal(err)
 		}
 		if version == "" {
@@ -550,16 +551,16 @@ func TestTheProviderCheckComparesClusterAPIOperatorsProvidersWithoutAnInventory(
 		}
 		p := infra
 		p.Version = version
-		if err := capioperator.CreateProviders(ctx, env.Target.Client, []capioperator.Provider{p}); err != nil {
+		if err := capioperator.CreateProviders(ctx, movetest.Env.Target.Client, []capioperator.Provider{p}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	dryRun := func(t *testing.T, name string) *movev1alpha1.MoveOperation {
-		return newMoveOperation(t, ns, name, movev1alpha1.MoveOperationSpec{Target: targetRef("target"), DryRun: true, Namespaces: []string{ns}})
+		return movetest.NewMoveOperation(t, ns, name, movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), DryRun: true, Namespaces: []string{ns}})
 	}
 
 	t.Run("matching provider objects pass", func(t *testing.T) {
-		waitForPhase(t, dryRun(t, "matching"), movev1alpha1.PhaseDone, time.Minute)
+		movetest.WaitForPhase(t, dryRun(t, "matching"), movev1alpha1.PhaseDone, time.Minute)
 	})
 	for _, tc := range []struct {
 		name, version, message string
@@ -569,7 +570,7 @@ func TestTheProviderCheckComparesClusterAPIOperatorsProvidersWithoutAnInventory(
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			setTargetInfra(t, tc.version)
-			failed, _ := waitForPhase(t, dryRun(t, "mismatch-"+rand.String(4)), movev1alpha1.PhaseFailed, time.Minute)
+			failed, _ := movetest.WaitForPhase(t, dryRun(t, "mismatch-"+rand.String(4)), movev1alpha1.PhaseFailed, time.Minute)
 			g := NewWithT(t)
 			g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonProviderMissing))
 			g.Expect(failed.Status.FailureMessage).To(ContainSubstring(tc.message))
@@ -577,7 +578,7 @@ func TestTheProviderCheckComparesClusterAPIOperatorsProvidersWithoutAnInventory(
 	}
 	t.Run("a newer provider in the target passes", func(t *testing.T) {
 		setTargetInfra(t, "v9.0.0")
-		waitForPhase(t, dryRun(t, "newer"), movev1alpha1.PhaseDone, time.Minute)
+		movetest.WaitForPhase(t, dryRun(t, "newer"), movev1alpha1.PhaseDone, time.Minute)
 	})
 	setTargetInfra(t, infra.Version)
 }
@@ -586,19 +587,19 @@ func TestTheProviderCheckComparesClusterAPIOperatorsProvidersWithoutAnInventory(
 // a cluster it is named for fails Validating, naming it: a manager the user
 // wants stopped and the move cannot find would go on running.
 func TestANamedControllerThatDoesNotExistFailsValidation(t *testing.T) {
-	ensureSetup(t)
-	startOperator(t, operatorOptions{})
-	ns := opsNamespace(t)
+	movetest.EnsureSetup(t)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	ns := movetest.OpsNamespace(t)
 	// It exists in the source only; it is named for both.
-	sourceOnly := testenv.NewNamespace(t, env.Source, "turtles")
-	startStandIn(t, env.Source, types.NamespacedName{Namespace: sourceOnly, Name: "turtles"}, map[string]string{"app.kubernetes.io/name": "turtles"})
-	mo := newMoveOperation(t, ns, "missing-manager", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), DryRun: true, Namespaces: []string{ns},
+	sourceOnly := testenv.NewNamespace(t, movetest.Env.Source, "turtles")
+	startStandIn(t, movetest.Env.Source, types.NamespacedName{Namespace: sourceOnly, Name: "turtles"}, map[string]string{"app.kubernetes.io/name": "turtles"})
+	mo := movetest.NewMoveOperation(t, ns, "missing-manager", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), DryRun: true, Namespaces: []string{ns},
 		Controllers: movev1alpha1.ControllersSpec{Additional: []movev1alpha1.AdditionalController{
 			{Cluster: movev1alpha1.ControllerInBoth, Namespace: sourceOnly, Name: "turtles"},
 		}},
 	})
-	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
 	g := NewWithT(t)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonControllerNotFound))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("Deployment %s/turtles in the target cluster, which does not exist there", sourceOnly)))
@@ -610,14 +611,14 @@ func TestANamedControllerThatDoesNotExistFailsValidation(t *testing.T) {
 // at once, and the test would see it.
 func TestARolledBackMoveRestartsTheManagersAfterTheProviders(t *testing.T) {
 	installTheCAPIOperatorWay(t)
-	sourceOperator := startStandIn(t, env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
-	targetOperator := startStandIn(t, env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Target, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
-	platformNS := testenv.NewNamespace(t, env.Source, "platform")
-	platform := startStandIn(t, env.Source, types.NamespacedName{Namespace: platformNS, Name: "platform-manager"}, map[string]string{"app.kubernetes.io/name": "platform"})
+	sourceOperator := startStandIn(t, movetest.Env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, movetest.Env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
+	targetOperator := startStandIn(t, movetest.Env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, movetest.Env.Target, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil)
+	platformNS := testenv.NewNamespace(t, movetest.Env.Source, "platform")
+	platform := startStandIn(t, movetest.Env.Source, types.NamespacedName{Namespace: platformNS, Name: "platform-manager"}, map[string]string{"app.kubernetes.io/name": "platform"})
 	standIns := map[string]*capioperator.StandIn{"source cluster-api-operator": sourceOperator, "target cluster-api-operator": targetOperator, "source platform": platform}
-	rc := newRollbackCase(t, "capiopback")
+	rc := movetest.NewRollbackCase(t, "capiopback")
 	ctx := context.Background()
-	ns, clusterName := rc.f.Clusters[0].Namespace, rc.f.Clusters[0].Name
+	ns, clusterName := rc.Fleet.Clusters[0].Namespace, rc.Fleet.Clusters[0].Name
 	scaleUpsBefore := map[string]int{}
 	for n, s := range standIns {
 		scaleUpsBefore[n] = len(s.ScaleUps())
@@ -627,30 +628,30 @@ func TestARolledBackMoveRestartsTheManagersAfterTheProviders(t *testing.T) {
 	// object of the fleet in the target: copying meets it and rolls back.
 	writes := &replicaWrites{}
 	var once sync.Once
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, obj client.Object) {
 		writes.observe(cluster, verb, obj)
 		if _, ok := obj.(*appsv1.Deployment); !ok || cluster != "target" {
 			return
 		}
 		once.Do(func() {
-			_ = env.Target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-			_ = env.Target.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"},
+			_ = movetest.Env.Target.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			_ = movetest.Env.Target.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"},
 				StringData: map[string]string{"value": "not the moved one"}})
 		})
 	}})
 	t.Cleanup(func() {
-		_ = env.Target.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"}})
+		_ = movetest.Env.Target.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterName + "-kubeconfig"}})
 	})
-	mo := newMoveOperation(t, rc.ops, "capi-operator-rollback", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+	mo := movetest.NewMoveOperation(t, rc.Ops, "capi-operator-rollback", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces,
 		Controllers: movev1alpha1.ControllersSpec{Additional: []movev1alpha1.AdditionalController{
 			{Cluster: movev1alpha1.ControllerInSource, Namespace: platformNS, Name: "platform-manager"},
 		}},
 	})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonTargetConflict)
+	rc.AssertRolledBack(mo, movev1alpha1.ReasonTargetConflict)
 
 	g := NewWithT(t)
-	failed := get(g, mo)
+	failed := movetest.Get(g, mo)
 	isManager, managers := managersOf(failed)
 	g.Expect(managers).To(ConsistOf("source "+sourceOperator.Key.String(), "target "+targetOperator.Key.String(), "source "+platform.Key.String()))
 	t.Run("the managers stop before the providers and start after them", func(t *testing.T) {
@@ -659,9 +660,9 @@ func TestARolledBackMoveRestartsTheManagersAfterTheProviders(t *testing.T) {
 	})
 	for n, s := range standIns {
 		g.Expect(s.ScaleUps()[scaleUpsBefore[n]:]).To(BeEmpty(), "the stand-in %s never found a provider at zero while it ran", n)
-		m := env.Source
+		m := movetest.Env.Source
 		if strings.HasPrefix(n, "target") {
-			m = env.Target
+			m = movetest.Env.Target
 		}
 		d := &appsv1.Deployment{}
 		g.Expect(m.Client.Get(ctx, s.Key, d)).To(Succeed())
@@ -675,25 +676,25 @@ func TestARolledBackMoveRestartsTheManagersAfterTheProviders(t *testing.T) {
 // rolls back instead of deleting the source's objects under a running
 // provider.
 func TestAProviderScaledUpBehindTheMovesBackRollsTheMoveBack(t *testing.T) {
-	rc := newRollbackCase(t, "restarted")
+	rc := movetest.NewRollbackCase(t, "restarted")
 	ctx := context.Background()
-	infra := env.Source.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
+	infra := movetest.Env.Source.CAPI.Provider(capiprovider.LoopInfrastructureProvider)
 	infraKey := types.NamespacedName{Namespace: infra.Namespace, Name: infra.Deployment}
 	var once sync.Once
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, obj client.Object) {
 		if cluster != "target" || verb != "create" {
 			return // the first create in the target is Copying's
 		}
 		once.Do(func() {
-			if err := setReplicas(ctx, env.Source, infraKey, 1); err != nil {
+			if err := setReplicas(ctx, movetest.Env.Source, infraKey, 1); err != nil {
 				t.Errorf("scaling %s up behind the move's back: %v", infraKey, err)
 			}
 		})
 	}})
-	mo := newMoveOperation(t, rc.ops, "restarted", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonControllerRestarted)
+	mo := movetest.NewMoveOperation(t, rc.Ops, "restarted", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	rc.AssertRolledBack(mo, movev1alpha1.ReasonControllerRestarted)
 	g := NewWithT(t)
-	failed := get(g, mo)
+	failed := movetest.Get(g, mo)
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("in the source cluster " + infraKey.String() + " (scaled up to 1)"))
 	for _, p := range failed.Status.PhaseTransitions {
 		g.Expect(p.Phase).NotTo(Equal(movev1alpha1.PhaseDeleting), "nothing is deleted")
@@ -712,11 +713,11 @@ func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.
 	g := NewWithT(t)
 	installTheCAPIOperatorWay(t)
 	standIns := map[string]*capioperator.StandIn{
-		"source cluster-api-operator": startStandIn(t, env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil),
-		"target cluster-api-operator": startStandIn(t, env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, env.Target, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil),
+		"source cluster-api-operator": startStandIn(t, movetest.Env.Source, types.NamespacedName{Namespace: testenv.NewNamespace(t, movetest.Env.Source, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil),
+		"target cluster-api-operator": startStandIn(t, movetest.Env.Target, types.NamespacedName{Namespace: testenv.NewNamespace(t, movetest.Env.Target, "capi-operator-system"), Name: "capi-operator-controller-manager"}, nil),
 	}
 	turtlesNS := namespaceInBoth(t, "rancher-turtles-system")
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range []*testenv.Management{movetest.Env.Source, movetest.Env.Target} {
 		standIns[m.Name+" turtles"] = startStandIn(t, m, types.NamespacedName{Namespace: turtlesNS, Name: "rancher-turtles-controller-manager"}, map[string]string{"app.kubernetes.io/name": "rancher-turtles"})
 	}
 	managers := map[string]bool{}
@@ -724,9 +725,9 @@ func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.
 		managers[strings.Fields(n)[0]+" "+s.Key.String()] = true
 	}
 	name := "capiopcrash" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
-	stateBefore := stateOf(ctx, g)
-	before := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+	stateBefore := movetest.StateOf(ctx, g)
+	before := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Source, f.Namespaces), f.Namespaces...)
 	scaleUpsBefore := map[string]int{}
 	for n, s := range standIns {
 		scaleUpsBefore[n] = len(s.ScaleUps())
@@ -738,14 +739,14 @@ func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.
 	var mu sync.Mutex
 	crashed := map[string]bool{}
 	stopped := map[string]bool{}
-	crashIf := func(w pendingWrite) bool {
-		d, ok := w.obj.(*appsv1.Deployment)
+	crashIf := func(w movetest.PendingWrite) bool {
+		d, ok := w.Obj.(*appsv1.Deployment)
 		if !ok {
 			return false
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		id := w.cluster + " " + client.ObjectKeyFromObject(d).String()
+		id := w.Cluster + " " + client.ObjectKeyFromObject(d).String()
 		_, recorded := d.Annotations[movev1alpha1.OriginalReplicasAnnotation]
 		var stage string
 		switch {
@@ -761,7 +762,7 @@ func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.
 		}
 		point := id + ": " + stage
 		if !managers[id] {
-			point = w.cluster + " a provider: " + stage
+			point = w.Cluster + " a provider: " + stage
 		}
 		if crashed[point] {
 			return false
@@ -769,19 +770,19 @@ func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.
 		crashed[point] = true
 		return true
 	}
-	opts := operatorOptions{crashIf: crashIf}
-	op := startOperator(t, opts)
-	mo := newMoveOperation(t, opsNamespace(t), "crashes", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: f.Namespaces,
+	opts := movetest.OperatorOptions{CrashIf: crashIf}
+	op := movetest.StartOperator(t, opts)
+	mo := movetest.NewMoveOperation(t, movetest.OpsNamespace(t), "crashes", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: f.Namespaces,
 		Controllers: movev1alpha1.ControllersSpec{Additional: []movev1alpha1.AdditionalController{
 			{Namespace: turtlesNS, Name: "rancher-turtles-controller-manager"},
 		}},
 	})
-	resumer := startResumer(t, op, opts)
+	resumer := movetest.StartResumer(t, op, opts)
 	monitorCtx, stopMonitor := context.WithCancel(ctx)
 	defer stopMonitor()
 	monitor := monitorDown(monitorCtx, mo, standIns)
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 6*time.Minute)
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 6*time.Minute)
 	stopMonitor()
 
 	mu.Lock()
@@ -802,20 +803,20 @@ func TestAMoveWithManagersFinishesAfterACrashBeforeEachOfTheirWrites(t *testing.
 	g.Expect(samples).To(BeNumerically(">", 0), "the monitor looked during Copying or Deleting")
 	for n, s := range standIns {
 		g.Expect(s.ScaleUps()[scaleUpsBefore[n]:]).To(BeEmpty(), "the stand-in %s never found a provider at zero while it ran", n)
-		m := env.Source
+		m := movetest.Env.Source
 		if strings.HasPrefix(n, "target") {
-			m = env.Target
+			m = movetest.Env.Target
 		}
 		d := &appsv1.Deployment{}
 		g.Expect(m.Client.Get(ctx, s.Key, d)).To(Succeed())
 		g.Expect(d.Spec.Replicas).To(Equal(ptr.To[int32](1)), "%s is restored", n)
 		g.Expect(d.Annotations).NotTo(HaveKey(movev1alpha1.OriginalReplicasAnnotation), "%s: the record is dropped", n)
 	}
-	g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "providers and webhooks are as before")
-	after := inNamespaces(take(ctx, g, env.Target, f.Namespaces), f.Namespaces...)
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(stateBefore), "providers and webhooks are as before")
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, f.Namespaces), f.Namespaces...)
 	if diff := snapshot.Diff(before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
-	deleteMoveOperation(t, mo)
-	resumer.stop()
+	movetest.DeleteMoveOperation(t, mo)
+	resumer.Stop()
 }

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package movetest
 
 import (
 	"fmt"
@@ -30,8 +30,8 @@ import (
 // which only makes each run harder to pass; the end state is checked after
 // each run, and each crash is logged.
 
-// crashSections counts a run's writes per section and decides the crashes.
-type crashSections struct {
+// CrashSections counts a run's writes per section and decides the crashes.
+type CrashSections struct {
 	// at is j: the run crashes before the j-th write of each section; 0
 	// makes the reference run, which never crashes.
 	at int64
@@ -58,8 +58,11 @@ type crashSections struct {
 	resumes   []time.Duration
 }
 
-func newCrashSections(at int64, fleet string, crashIn func(string) bool, reference []sectionSize) *crashSections {
-	s := &crashSections{at: at, fleet: fleet, crashIn: crashIn, reference: map[string]int64{}, counts: map[string]int64{}, crashed: map[string]bool{}, began: time.Now()}
+// NewCrashSections starts counting the writes of run at (0: the reference
+// run) of a sweep whose objects are named after fleet; crashIn, when set,
+// limits the sweep to the sections it accepts.
+func NewCrashSections(at int64, fleet string, crashIn func(string) bool, reference []SectionSize) *CrashSections {
+	s := &CrashSections{at: at, fleet: fleet, crashIn: crashIn, reference: map[string]int64{}, counts: map[string]int64{}, crashed: map[string]bool{}, began: time.Now()}
 	for _, r := range reference {
 		s.reference[r.section] = r.writes
 	}
@@ -72,12 +75,12 @@ func newCrashSections(at int64, fleet string, crashIn func(string) bool, referen
 // Sections are short (a few writes of one kind of one workload cluster in
 // one phase), so that few runs cover them all, and they name a step of the
 // move the same way in every run, whatever crashes came before.
-func (s *crashSections) sectionOf(w pendingWrite) string {
+func (s *CrashSections) sectionOf(w PendingWrite) string {
 	phase := s.phase
 	if phase == "" {
 		phase = movev1alpha1.PhasePending
 	}
-	return fmt.Sprintf("%s: %s %s %s (%s)", phase, w.cluster, w.verb, kindOf(w.obj), s.owner(w.obj.GetName()))
+	return fmt.Sprintf("%s: %s %s %s (%s)", phase, w.Cluster, w.Verb, KindOf(w.Obj), s.owner(w.Obj.GetName()))
 }
 
 // owner names what an object belongs to the same way in every run: a
@@ -87,7 +90,7 @@ func (s *crashSections) sectionOf(w pendingWrite) string {
 // the next dash, is the same in every run ("0", or "classes"). The
 // records of the copies ("moveoperation-<uid>-copies-<group>-<hash>")
 // belong to their group: one section per group.
-func (s *crashSections) owner(name string) string {
+func (s *CrashSections) owner(name string) string {
 	if _, record, ok := strings.Cut(name, "-copies-"); ok {
 		group, _, _ := strings.Cut(record, "-")
 		return "copies of group " + group
@@ -97,9 +100,9 @@ func (s *crashSections) owner(name string) string {
 	return head
 }
 
-// crash is operatorOptions.crashIf: it counts the write in its section and
+// crash is OperatorOptions.CrashIf: it counts the write in its section and
 // says whether the operator crashes before it.
-func (s *crashSections) crash(w pendingWrite) bool {
+func (s *CrashSections) crash(w PendingWrite) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.crashedAt.IsZero() {
@@ -121,9 +124,9 @@ func (s *crashSections) crash(w pendingWrite) bool {
 	return true
 }
 
-// observe is operatorOptions.onWrite: it follows the MoveOperation's phase
+// Observe is OperatorOptions.OnWrite: it follows the MoveOperation's phase
 // from the operator's own status writes.
-func (s *crashSections) observe(_, verb string, obj client.Object) {
+func (s *CrashSections) Observe(_, verb string, obj client.Object) {
 	mo, ok := obj.(*movev1alpha1.MoveOperation)
 	if !ok || verb != "patch/status" || mo.Status.Phase == "" {
 		return
@@ -133,35 +136,35 @@ func (s *crashSections) observe(_, verb string, obj client.Object) {
 	s.phase = mo.Status.Phase
 }
 
-// options are the operator options that make an operator part of the run.
+// Options are the operator options that make an operator part of the run.
 // It polls often: a sweep is many moves, and waits are most of a move. It
 // copies in batches of sweepCopyBatch, so that the sweep crashes between
 // the batches of a group too.
-func (s *crashSections) options() operatorOptions {
-	return operatorOptions{crashIf: s.crash, onWrite: s.observe, pollInterval: 50 * time.Millisecond, move: move.Options{CopyBatch: sweepCopyBatch}}
+func (s *CrashSections) Options() OperatorOptions {
+	return OperatorOptions{CrashIf: s.crash, OnWrite: s.Observe, PollInterval: 50 * time.Millisecond, Move: move.Options{CopyBatch: sweepCopyBatch}}
 }
 
 // sweepCopyBatch is the copy's batch in a sweep: a sweep's fleet has
 // groups of up to a dozen objects, far below move.DefaultCopyBatch.
 const sweepCopyBatch = 4
 
-// sizes returns the writes of each section that takes part in the sweep,
+// Sizes returns the writes of each section that takes part in the sweep,
 // in the order the run first wrote in them.
-func (s *crashSections) sizes() []sectionSize {
+func (s *CrashSections) Sizes() []SectionSize {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []sectionSize
+	var out []SectionSize
 	for _, section := range s.order {
 		if s.crashIn == nil || s.crashIn(section) {
-			out = append(out, sectionSize{section, s.counts[section]})
+			out = append(out, SectionSize{section, s.counts[section]})
 		}
 	}
 	return out
 }
 
-// logCrashes logs the crashes the run made, in order, and how long a
+// LogCrashes logs the crashes the run made, in order, and how long a
 // fresh operator took to write again after each.
-func (s *crashSections) logCrashes(t *testing.T) {
+func (s *CrashSections) LogCrashes(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.crashes) == 0 {
@@ -177,22 +180,23 @@ func (s *crashSections) logCrashes(t *testing.T) {
 		strings.Join(s.crashes, "; "))
 }
 
-type sectionSize struct {
+// SectionSize is how many writes the reference run made in a section.
+type SectionSize struct {
 	section string
 	writes  int64
 }
 
-func (s sectionSize) String() string { return fmt.Sprintf("%s: %d", s.section, s.writes) }
+func (s SectionSize) String() string { return fmt.Sprintf("%s: %d", s.section, s.writes) }
 
-// runBound is how long a run may take to end its move: a move, and a
+// RunBound is how long a run may take to end its move: a move, and a
 // fresh operator's start and first steps for each crash, at most one per
 // section of the reference (the first run crashes in every section).
-func runBound(reference []sectionSize) time.Duration {
+func RunBound(reference []SectionSize) time.Duration {
 	return 4*time.Minute + time.Duration(len(reference))*3*time.Second
 }
 
-// longest is the number of runs a sweep needs: its longest section's writes.
-func longest(sizes []sectionSize) int64 {
+// Longest is the number of runs a sweep needs: its longest section's writes.
+func Longest(sizes []SectionSize) int64 {
 	var l int64
 	for _, s := range sizes {
 		l = max(l, s.writes)
@@ -200,8 +204,8 @@ func longest(sizes []sectionSize) int64 {
 	return l
 }
 
-// totalWrites is the number of crash points a sweep covers.
-func totalWrites(sizes []sectionSize) int64 {
+// TotalWrites is the number of crash points a sweep covers.
+func TotalWrites(sizes []SectionSize) int64 {
 	var n int64
 	for _, s := range sizes {
 		n += s.writes
@@ -209,29 +213,31 @@ func totalWrites(sizes []sectionSize) int64 {
 	return n
 }
 
-// resumer keeps an operator running for a crash run: each time the
+// Resumer keeps an operator running for a crash run: each time the
 // running operator crashed, it starts a fresh one with the same options,
 // until stopped. Crashes happen in any phase, Done included (the writes
 // after Done), and whatever the test does next (its checks, deleting the
 // MoveOperation) needs an operator that finishes them.
-type resumer struct {
+type Resumer struct {
 	t    *testing.T
-	opts operatorOptions
+	opts OperatorOptions
 
 	mu      sync.Mutex
-	op      *operator
+	op      *Operator
 	stopped chan struct{}
 	done    chan struct{}
 }
 
-func startResumer(t *testing.T, first *operator, opts operatorOptions) *resumer {
-	r := &resumer{t: t, opts: opts, op: first, stopped: make(chan struct{}), done: make(chan struct{})}
+// StartResumer keeps an operator running until the test ends, starting a
+// fresh one with opts each time the one running crashed.
+func StartResumer(t *testing.T, first *Operator, opts OperatorOptions) *Resumer {
+	r := &Resumer{t: t, opts: opts, op: first, stopped: make(chan struct{}), done: make(chan struct{})}
 	go r.loop()
-	t.Cleanup(r.stop)
+	t.Cleanup(r.Stop)
 	return r
 }
 
-func (r *resumer) loop() {
+func (r *Resumer) loop() {
 	defer close(r.done)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -242,16 +248,16 @@ func (r *resumer) loop() {
 		case <-tick.C:
 		}
 		r.mu.Lock()
-		if r.op.crashed.Load() {
-			r.op.stop()
-			r.op = startOperator(r.t, r.opts)
+		if r.op.Crashed.Load() {
+			r.op.Stop()
+			r.op = StartOperator(r.t, r.opts)
 		}
 		r.mu.Unlock()
 	}
 }
 
-// stop stops resuming and the operator running last.
-func (r *resumer) stop() {
+// Stop stops resuming and the operator running last.
+func (r *Resumer) Stop() {
 	select {
 	case <-r.stopped:
 		return
@@ -261,16 +267,16 @@ func (r *resumer) stop() {
 	<-r.done
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.op.stop()
+	r.op.Stop()
 }
 
-// sweepRuns runs runs 1..runs of a sweep as subtests and logs the outcome.
+// SweepRuns runs runs 1..runs of a sweep as subtests and logs the outcome.
 // It says how many crashes the runs made against the reference's writes: a
 // write the runs never reach (a resumed move takes another way) is a crash
 // point not covered.
-func sweepRuns(t *testing.T, name string, reference []sectionSize, began time.Time, run func(t *testing.T, j int64)) {
+func SweepRuns(t *testing.T, name string, reference []SectionSize, began time.Time, run func(t *testing.T, j int64)) {
 	failed := 0
-	runs := longest(reference)
+	runs := Longest(reference)
 	before := crashesMade.Load()
 	for j := int64(1); j <= runs; j++ {
 		if !t.Run(fmt.Sprintf("a crash before write %d of every section", j), func(t *testing.T) { run(t, j) }) {
@@ -278,14 +284,14 @@ func sweepRuns(t *testing.T, name string, reference []sectionSize, began time.Ti
 		}
 	}
 	t.Logf("%s: %d runs, %d failed, %d crashes for the reference's %d writes, in %s",
-		name, runs, failed, crashesMade.Load()-before, totalWrites(reference), time.Since(began).Round(time.Second))
+		name, runs, failed, crashesMade.Load()-before, TotalWrites(reference), time.Since(began).Round(time.Second))
 }
 
 // crashesMade counts the crashes of every run.
 var crashesMade atomic.Int64
 
-// kindOf names an object's kind for a log line.
-func kindOf(obj client.Object) string {
+// KindOf names an object's kind for a log line.
+func KindOf(obj client.Object) string {
 	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" {
 		return gvk.Kind
 	}

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package movetest
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package movetest
 
 import (
 	"context"
@@ -34,21 +34,22 @@ import (
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
-// clusterState is what a move must leave as it found it in both clusters,
+// ClusterState is what a move must leave as it found it in both clusters,
 // apart from the objects it moves: the controllers' replica counts and
 // annotations, and the webhook configurations byte for byte.
-type clusterState struct {
+type ClusterState struct {
 	Replicas map[string]int32
 	Webhooks map[string]string
 }
 
-func stateOf(ctx context.Context, g Gomega) clusterState {
-	return stateIn(ctx, g, env.Source, env.Target)
+// StateOf is the ClusterState of both clusters.
+func StateOf(ctx context.Context, g Gomega) ClusterState {
+	return StateIn(ctx, g, Env.Source, Env.Target)
 }
 
-// stateIn is stateOf for some of the clusters.
-func stateIn(ctx context.Context, g Gomega, clusters ...*testenv.Management) clusterState {
-	st := clusterState{Replicas: map[string]int32{}, Webhooks: map[string]string{}}
+// StateIn is StateOf for some of the clusters.
+func StateIn(ctx context.Context, g Gomega, clusters ...*testenv.Management) ClusterState {
+	st := ClusterState{Replicas: map[string]int32{}, Webhooks: map[string]string{}}
 	for _, m := range clusters {
 		deployments := &appsv1.DeploymentList{}
 		g.Expect(m.Client.List(ctx, deployments, client.HasLabels{capiprovider.ProviderLabel})).To(Succeed())
@@ -72,9 +73,9 @@ func stateIn(ctx context.Context, g Gomega, clusters ...*testenv.Management) clu
 	return st
 }
 
-// setProviderReplicas scales a provider's Deployment in one cluster and waits
+// SetProviderReplicas scales a provider's Deployment in one cluster and waits
 // until it is Available; the test's cleanup puts it back to 1.
-func setProviderReplicas(t *testing.T, m *testenv.Management, provider string, n int32) {
+func SetProviderReplicas(t *testing.T, m *testenv.Management, provider string, n int32) {
 	t.Helper()
 	p := m.CAPI.Provider(provider)
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Deployment}
@@ -98,13 +99,13 @@ func setProviderReplicas(t *testing.T, m *testenv.Management, provider string, n
 	}, time.Minute, 100*time.Millisecond).Should(Succeed(), "%s in %s must reach %d available replicas", key, m.Name, n)
 }
 
-// createFleet creates a fleet in the source and removes it from both
+// CreateFleet creates a fleet in the source and removes it from both
 // clusters when the test ends.
-func createFleet(t *testing.T, opts fleet.Options) *fleet.Fleet {
+func CreateFleet(t *testing.T, opts fleet.Options) *fleet.Fleet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := fleet.Create(ctx, env.Source.Client, opts)
+	f, err := fleet.Create(ctx, Env.Source.Client, opts)
 	if err != nil {
 		t.Fatalf("creating the fleet: %v", err)
 	}
@@ -123,7 +124,7 @@ func createFleet(t *testing.T, opts fleet.Options) *fleet.Fleet {
 func resetProviders(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, m := range []*testenv.Management{env.Source, env.Target} {
+	for _, m := range []*testenv.Management{Env.Source, Env.Target} {
 		if err := quiesce.RemoveBypass(ctx, m.Client); err != nil {
 			t.Errorf("removing a webhook bypass left in %s: %v", m.Name, err)
 		}
@@ -153,12 +154,13 @@ func resetProviders(t *testing.T) {
 func purgeFleet(t *testing.T, f *fleet.Fleet) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, m := range []*testenv.Management{env.Target, env.Source} {
+	for _, m := range []*testenv.Management{Env.Target, Env.Source} {
 		// Providers put back by resetProviders serve their webhooks again
-		// only once their pods run: until then, try again.
+		// only once their pods run: until then, try again (their pods
+		// start within a second or two: look often).
 		var err error
 		for err = purge(ctx, m.Client, f.Namespaces, f.Identities...); err != nil && ctx.Err() == nil; err = purge(ctx, m.Client, f.Namespaces, f.Identities...) {
-			time.Sleep(2 * time.Second)
+			time.Sleep(250 * time.Millisecond)
 		}
 		if err != nil {
 			t.Errorf("removing the fleet from %s: %v", m.Name, err)
@@ -254,13 +256,13 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// assertOwnersExist checks that every ownerReference of every object in the
+// AssertOwnersExist checks that every ownerReference of every object in the
 // namespaces points at an object that exists, with that UID, in the same
 // cluster.
-func assertOwnersExist(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
+func AssertOwnersExist(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
 	uids := map[types.UID]string{}
 	var owned []unstructured.Unstructured
-	g.Expect(forEachObject(ctx, c, namespaces, func(u unstructured.Unstructured) {
+	g.Expect(ForEachObject(ctx, c, namespaces, func(u unstructured.Unstructured) {
 		uids[u.GetUID()] = u.GetKind() + " " + u.GetName()
 		if len(u.GetOwnerReferences()) > 0 {
 			owned = append(owned, u)
@@ -275,9 +277,9 @@ func assertOwnersExist(ctx context.Context, g Gomega, c client.Client, namespace
 	}
 }
 
-// forEachObject calls fn with every Cluster API object, Secret and ConfigMap
+// ForEachObject calls fn with every Cluster API object, Secret and ConfigMap
 // of the namespaces, and every global Cluster API object, of a cluster.
-func forEachObject(ctx context.Context, c client.Client, namespaces []string, fn func(unstructured.Unstructured), opts ...client.ListOption) error {
+func ForEachObject(ctx context.Context, c client.Client, namespaces []string, fn func(unstructured.Unstructured), opts ...client.ListOption) error {
 	gvks, namespaced, err := capiTypes(ctx, c)
 	if err != nil {
 		return err
@@ -301,19 +303,19 @@ func forEachObject(ctx context.Context, c client.Client, namespaces []string, fn
 	return nil
 }
 
-// pausedByUserLabel marks, in tests, the Clusters and ClusterClasses that a
+// PausedByUserLabel marks, in tests, the Clusters and ClusterClasses that a
 // test paused as their user would (pauseAsUser): a move leaves them paused.
-const pausedByUserLabel = "test.move.cluster.x-k8s.io/paused-by-user"
+const PausedByUserLabel = "test.move.cluster.x-k8s.io/paused-by-user"
 
-// assertNoMoveMarks checks that no Cluster or ClusterClass in the namespaces
+// AssertNoMoveMarks checks that no Cluster or ClusterClass in the namespaces
 // is paused but those their user paused.
-func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
-	g.Expect(forEachObject(ctx, c, namespaces, func(u unstructured.Unstructured) {
+func AssertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespaces []string) {
+	g.Expect(ForEachObject(ctx, c, namespaces, func(u unstructured.Unstructured) {
 		if u.GetKind() != "Cluster" && u.GetKind() != "ClusterClass" {
 			return
 		}
 		g.Expect(u.GetAnnotations()).NotTo(HaveKey(movev1alpha1.PausedByAnnotation))
-		if _, user := u.GetLabels()[pausedByUserLabel]; user {
+		if _, user := u.GetLabels()[PausedByUserLabel]; user {
 			return
 		}
 		paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused")
@@ -322,9 +324,9 @@ func assertNoMoveMarks(ctx context.Context, g Gomega, c client.Client, namespace
 	})).To(Succeed())
 }
 
-// take snapshots the namespaces of one cluster, leaving out what a move may
+// Take snapshots the namespaces of one cluster, leaving out what a move may
 // change: the pause and provenance annotations.
-func take(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) *snapshot.Snapshot {
+func Take(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) *snapshot.Snapshot {
 	s, err := snapshot.Take(ctx, m.Client, snapshot.Options{
 		Namespaces:        namespaces,
 		IgnoreAnnotations: []string{movev1alpha1.PausedByAnnotation, movev1alpha1.CopiedToAnnotation},
@@ -333,9 +335,9 @@ func take(ctx context.Context, g Gomega, m *testenv.Management, namespaces []str
 	return s
 }
 
-// inNamespaces returns the objects of a snapshot that live in one of the
+// InNamespaces returns the objects of a snapshot that live in one of the
 // namespaces (a snapshot also holds global objects and their hierarchies).
-func inNamespaces(s *snapshot.Snapshot, namespaces ...string) *snapshot.Snapshot {
+func InNamespaces(s *snapshot.Snapshot, namespaces ...string) *snapshot.Snapshot {
 	out := &snapshot.Snapshot{}
 	for _, o := range s.Objects {
 		if contains(namespaces, o.Namespace) {
@@ -345,15 +347,15 @@ func inNamespaces(s *snapshot.Snapshot, namespaces ...string) *snapshot.Snapshot
 	return out
 }
 
-// scaleUps records, from the operator's writes, the order in which
+// ScaleUps records, from the operator's writes, the order in which
 // Deployments went from zero replicas back up.
-type scaleUps struct {
+type ScaleUps struct {
 	mu    sync.Mutex
 	last  map[string]int32
 	order []string
 }
 
-func (s *scaleUps) observe(cluster, _ string, obj client.Object) {
+func (s *ScaleUps) Observe(cluster, _ string, obj client.Object) {
 	d, ok := obj.(*appsv1.Deployment)
 	if !ok {
 		return
@@ -371,16 +373,16 @@ func (s *scaleUps) observe(cluster, _ string, obj client.Object) {
 	s.last[key] = n
 }
 
-func (s *scaleUps) clusters() []string {
+func (s *ScaleUps) Clusters() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.order...)
 }
 
-// resourceVersions maps every Cluster API object, Secret and ConfigMap of the
+// ResourceVersions maps every Cluster API object, Secret and ConfigMap of the
 // namespaces, every provider Deployment and every webhook configuration of a
 // cluster to its resourceVersion: equal maps mean nothing was written.
-func resourceVersions(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) map[string]string {
+func ResourceVersions(ctx context.Context, g Gomega, m *testenv.Management, namespaces []string) map[string]string {
 	out := map[string]string{}
 	gvks, namespaced, err := capiTypes(ctx, m.Client)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -406,11 +408,11 @@ func resourceVersions(ctx context.Context, g Gomega, m *testenv.Management, name
 	return out
 }
 
-// warningNotes returns the notes of the Warning events about mo with the
+// WarningNotes returns the notes of the Warning events about mo with the
 // given reason.
-func warningNotes(ctx context.Context, g Gomega, mo *movev1alpha1.MoveOperation, reason string) []string {
+func WarningNotes(ctx context.Context, g Gomega, mo *movev1alpha1.MoveOperation, reason string) []string {
 	events := &eventsv1.EventList{}
-	g.Expect(k8s.List(ctx, events, client.InNamespace(mo.Namespace))).To(Succeed())
+	g.Expect(Client.List(ctx, events, client.InNamespace(mo.Namespace))).To(Succeed())
 	var notes []string
 	for _, e := range events.Items {
 		if e.Regarding.Name == mo.Name && e.Type == "Warning" && e.Reason == reason {

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package recovery_test
 
 import (
 	"context"
@@ -32,6 +32,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -39,58 +40,58 @@ import (
 // A provider that its owner keeps at zero replicas serves no webhooks before
 // the move; the move must neither stall on it nor start it.
 func TestAMoveCompletesWithAProviderAlreadyAtZeroInEitherClusterAndLeavesItThere(t *testing.T) {
-	rc := newRollbackCase(t, "atzero")
+	rc := movetest.NewRollbackCase(t, "atzero")
 	ctx := context.Background()
 	g := NewWithT(t)
 
 	// The core provider serves the webhooks of every Cluster, Machine and
 	// MachineDeployment: at zero in the source, the move's pause
 	// meets them; at zero in the target, the unpause does.
-	setProviderReplicas(t, env.Source, capiprovider.CoreProvider, 0)
-	setProviderReplicas(t, env.Target, capiprovider.CoreProvider, 0)
-	g.Expect(env.Source.CAPI.Provider(capiprovider.CoreProvider).WaitServing(ctx, false)).To(Succeed())
-	g.Expect(env.Target.CAPI.Provider(capiprovider.CoreProvider).WaitServing(ctx, false)).To(Succeed())
-	stateBefore := stateOf(ctx, g)
+	movetest.SetProviderReplicas(t, movetest.Env.Source, capiprovider.CoreProvider, 0)
+	movetest.SetProviderReplicas(t, movetest.Env.Target, capiprovider.CoreProvider, 0)
+	g.Expect(movetest.Env.Source.CAPI.Provider(capiprovider.CoreProvider).WaitServing(ctx, false)).To(Succeed())
+	g.Expect(movetest.Env.Target.CAPI.Provider(capiprovider.CoreProvider).WaitServing(ctx, false)).To(Succeed())
+	stateBefore := movetest.StateOf(ctx, g)
 
-	startOperator(t, operatorOptions{})
-	mo := newMoveOperation(t, rc.ops, "at-zero", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	mo := movetest.NewMoveOperation(t, rc.Ops, "at-zero", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
 	for _, c := range done.Status.Controllers {
-		if c.Name == env.Source.CAPI.Provider(capiprovider.CoreProvider).Deployment {
+		if c.Name == movetest.Env.Source.CAPI.Provider(capiprovider.CoreProvider).Deployment {
 			g.Expect(c.OriginalReplicas).To(BeZero(), "%s %s/%s was recorded at zero", c.Cluster, c.Namespace, c.Name)
 		}
 	}
-	g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "the providers at zero stay at zero, the others come back, the webhooks are as before")
-	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(stateBefore), "the providers at zero stay at zero, the others come back, the webhooks are as before")
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+	if diff := snapshot.Diff(rc.Before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
-	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+	movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Target.Client, rc.Fleet.Namespaces)
 
 	// Bring the core providers back before the fleet is purged: deleting
 	// Clusters goes through their webhooks.
-	setProviderReplicas(t, env.Source, capiprovider.CoreProvider, 1)
-	setProviderReplicas(t, env.Target, capiprovider.CoreProvider, 1)
+	movetest.SetProviderReplicas(t, movetest.Env.Source, capiprovider.CoreProvider, 1)
+	movetest.SetProviderReplicas(t, movetest.Env.Target, capiprovider.CoreProvider, 1)
 }
 
 // Two MoveOperations created in the same second, the first one's status
 // write slow: a check of the other MoveOperations in a cache would let both
 // start; the claim lets exactly one move at a time.
 func TestOnlyOneMoveOperationIsActiveEvenWhenStatusWritesAreSlow(t *testing.T) {
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	g := NewWithT(t)
-	ns := opsNamespace(t)
+	ns := movetest.OpsNamespace(t)
 	// Both fail in Validating, so the test is quick; the first has begun to
 	// move (it left Pending) long before.
-	spec := movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: []string{"no-such-namespace"}}
+	spec := movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: []string{"no-such-namespace"}}
 
 	timeline := watchPhases(ctx, t, ns)
 
 	var once sync.Once
-	startOperator(t, operatorOptions{failIf: func(_, verb string, obj client.Object) error {
+	movetest.StartOperator(t, movetest.OperatorOptions{FailIf: func(_, verb string, obj client.Object) error {
 		mo, ok := obj.(*movev1alpha1.MoveOperation)
 		if !ok || verb != "patch/status" || mo.Name != "zz-first" || mo.Status.Phase != movev1alpha1.PhaseValidating {
 			return nil
@@ -98,26 +99,26 @@ func TestOnlyOneMoveOperationIsActiveEvenWhenStatusWritesAreSlow(t *testing.T) {
 		once.Do(func() {
 			// While the first one's move to Validating is being written,
 			// the second one appears, named to sort first.
-			newMoveOperation(t, ns, "aa-second", spec)
+			movetest.NewMoveOperation(t, ns, "aa-second", spec)
 			time.Sleep(3 * time.Second)
 		})
 		return nil
 	}})
 	// Start on a fresh second, so both are created within it.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
-	first := newMoveOperation(t, ns, "zz-first", spec)
+	first := movetest.NewMoveOperation(t, ns, "zz-first", spec)
 	second := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aa-second"}}
 
-	waitForPhase(t, first, movev1alpha1.PhaseFailed, time.Minute)
+	movetest.WaitForPhase(t, first, movev1alpha1.PhaseFailed, time.Minute)
 	g.Eventually(func(g Gomega) {
-		g.Expect(get(g, second).Status.Phase).To(Equal(movev1alpha1.PhaseFailed))
+		g.Expect(movetest.Get(g, second).Status.Phase).To(Equal(movev1alpha1.PhaseFailed))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed(), "the second one runs once the first has ended")
-	got := get(g, second)
-	t.Logf("created %s and %s", get(g, first).CreationTimestamp, got.CreationTimestamp)
+	got := movetest.Get(g, second)
+	t.Logf("created %s and %s", movetest.Get(g, first).CreationTimestamp, got.CreationTimestamp)
 
 	g.Expect(timeline.overlaps()).To(BeEmpty(), "two MoveOperations were active at once")
 	g.Eventually(func() bool {
-		err := k8s.Get(ctx, claimKey, &coordinationv1.Lease{})
+		err := movetest.Client.Get(ctx, movetest.ClaimKey, &coordinationv1.Lease{})
 		return apierrors.IsNotFound(err)
 	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the claim is given up once the last move's end is written")
 }
@@ -134,7 +135,7 @@ type phaseTimeline struct {
 // the test ends; a watch delivers them in the order they were written.
 func watchPhases(ctx context.Context, t *testing.T, ns string) *phaseTimeline {
 	t.Helper()
-	wc, err := client.NewWithWatch(env.Source.Config, client.Options{Scheme: scheme})
+	wc, err := client.NewWithWatch(movetest.Env.Source.Config, client.Options{Scheme: movetest.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,12 +183,12 @@ func (tl *phaseTimeline) overlaps() []string {
 // installed operator's identities (ServiceAccounts in both clusters) raise
 // no such warning.
 func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	g := NewWithT(t)
-	ns := testenv.NewNamespace(t, env.Source, "warnings")
+	ns := testenv.NewNamespace(t, movetest.Env.Source, "warnings")
 	// A certificate user of the target's, as many hand-made kubeconfigs hold.
 	const sharedUser = "shared-move-operator"
-	_, sharedPath, err := env.Target.AddUser(sharedUser)
+	_, sharedPath, err := movetest.Env.Target.AddUser(sharedUser)
 	g.Expect(err).NotTo(HaveOccurred())
 	shared, err := os.ReadFile(sharedPath)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -198,10 +199,10 @@ func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
 		}
 		insecure = append(insecure, line)
 	}
-	newSecret(t, ns, "insecure", map[string][]byte{"value": []byte(strings.Join(insecure, "\n"))})
-	startOperator(t, operatorOptions{})
-	mo := newMoveOperation(t, ns, "insecure", movev1alpha1.MoveOperationSpec{Target: targetRef("insecure"), DryRun: true, Namespaces: []string{ns}})
-	done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, time.Minute)
+	movetest.NewSecret(t, ns, "insecure", map[string][]byte{"value": []byte(strings.Join(insecure, "\n"))})
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	mo := movetest.NewMoveOperation(t, ns, "insecure", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("insecure"), DryRun: true, Namespaces: []string{ns}})
+	done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, time.Minute)
 
 	warnings := strings.Join(done.Status.Plan.Warnings, "\n")
 	g.Expect(warnings).To(ContainSubstring("insecure-skip-tls-verify"))
@@ -209,7 +210,7 @@ func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
 	g.Expect(warnings).NotTo(ContainSubstring(string(movev1alpha1.ClusterSource)+` cluster: the operator acts as`), "the installed operator is a ServiceAccount in the source")
 	g.Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
-		g.Expect(k8s.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(movetest.Client.List(context.Background(), events, client.InNamespace(ns))).To(Succeed())
 		reasons := map[string]string{}
 		for _, e := range events.Items {
 			if e.Regarding.Name == mo.Name && e.Type == "Warning" {
@@ -225,24 +226,24 @@ func TestAnInsecureTargetAndASharedIdentityAreWarnedAbout(t *testing.T) {
 // to no hierarchy; clusterctl leaves it behind without a word. The dry run and
 // the move name it, with why, and nothing is written.
 func TestAnObjectWhoseOwnerDoesNotExistIsNamedAndStopsTheMove(t *testing.T) {
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	ctx := context.Background()
 	g := NewWithT(t)
-	ns := opsNamespace(t)
+	ns := movetest.OpsNamespace(t)
 	// Owned by a Cluster of an API version no longer served: the garbage
 	// collector cannot resolve the owner, so the Secret stays for good.
 	stale := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-kubeconfig", OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "cluster.x-k8s.io/v1alpha3", Kind: "Cluster", Name: "deleted-long-ago", UID: "0e6b8a4c-0000-4000-8000-000000000001",
 	}}}}
-	g.Expect(k8s.Create(ctx, stale)).To(Succeed())
-	startOperator(t, operatorOptions{})
+	g.Expect(movetest.Client.Create(ctx, stale)).To(Succeed())
+	movetest.StartOperator(t, movetest.OperatorOptions{})
 
 	var mos []*movev1alpha1.MoveOperation
 	for _, dryRun := range []bool{true, false} {
-		mo := newMoveOperation(t, ns, fmt.Sprintf("dangling-%v", dryRun), movev1alpha1.MoveOperationSpec{
-			Target: targetRef("target"), Namespaces: []string{ns}, DryRun: dryRun,
+		mo := movetest.NewMoveOperation(t, ns, fmt.Sprintf("dangling-%v", dryRun), movev1alpha1.MoveOperationSpec{
+			Target: movetest.TargetRef("target"), Namespaces: []string{ns}, DryRun: dryRun,
 		})
-		failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
+		failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, time.Minute)
 		g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonOrphanedObjects))
 		g.Expect(failed.Status.FailureMessage).To(ContainSubstring("Secret " + ns + "/stale-kubeconfig"))
 		g.Expect(failed.Status.FailureMessage).To(ContainSubstring("does not exist"))
@@ -253,68 +254,68 @@ func TestAnObjectWhoseOwnerDoesNotExistIsNamedAndStopsTheMove(t *testing.T) {
 		))
 		mos = append(mos, mo)
 	}
-	assertNothingWritten(g, mos...)
+	movetest.AssertNothingWritten(g, mos...)
 }
 
 // Past the point of no return the move cannot roll back: with the target
 // gone for longer than every timeout, it waits, says so, and finishes once
 // the target is back.
 func TestAMoveWaitsForATargetThatGoesAwayAfterThePointOfNoReturn(t *testing.T) {
-	rc := newRollbackCase(t, "tgtdown")
+	rc := movetest.NewRollbackCase(t, "tgtdown")
 	ctx := context.Background()
 	g := NewWithT(t)
-	proxy := targetViaProxy(t, rc.ops)
+	proxy := movetest.TargetViaProxy(t, rc.Ops)
 
 	var once sync.Once
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, _ client.Object) {
 		if cluster == "source" && verb == "delete" {
-			once.Do(proxy.cut) // the target goes away as Deleting begins
+			once.Do(proxy.Cut) // the target goes away as Deleting begins
 		}
 	}})
 	// Past the point of no return only the scale-up timeout applies; the
 	// outage below lasts several times longer.
-	mo := newMoveOperation(t, rc.ops, "target-down", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("via-proxy"), Namespaces: rc.f.Namespaces,
+	mo := movetest.NewMoveOperation(t, rc.Ops, "target-down", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("via-proxy"), Namespaces: rc.Fleet.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{ScaleUp: &metav1.Duration{Duration: time.Second}},
 	})
 
 	g.Eventually(func(g Gomega) {
-		got := get(g, mo)
+		got := movetest.Get(g, mo)
 		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget))
 		ready := meta.FindStatusCondition(got.Status.Conditions, movev1alpha1.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Message).To(ContainSubstring("retrying"), "the status says what the move waits for")
 	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		got := get(g, mo)
+		got := movetest.Get(g, mo)
 		g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget), "past the point of no return the move neither fails nor rolls back")
 		g.Expect(got.Status.FailureReason).To(BeEmpty())
 	}, 5*time.Second, 200*time.Millisecond).Should(Succeed(), "longer than every timeout of the move")
 	// Past the scale-up timeout the source's controllers do not wait for the
 	// target: what stays in the source must not go unmanaged meanwhile.
 	g.Eventually(func(g Gomega) {
-		g.Expect(sourceReplicasNow(g)).To(Equal(sourceReplicas(rc.stateBefore)))
+		g.Expect(sourceReplicasNow(g)).To(Equal(movetest.SourceReplicas(rc.StateBefore)))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed(), "the source's controllers run again while the target is away")
-	g.Expect(get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget), "the target is still away")
+	g.Expect(movetest.Get(g, mo).Status.Phase).To(Equal(movev1alpha1.PhaseRestoringTarget), "the target is still away")
 
-	proxy.restore()
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
-	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
+	proxy.Restore()
+	movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+	if diff := snapshot.Diff(rc.Before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore))
-	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(rc.StateBefore))
+	movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Target.Client, rc.Fleet.Namespaces)
 }
 
 // sourceReplicasNow reads the replica counts of the source's providers, as
-// clusterState keys them, whatever their annotations.
+// movetest.ClusterState keys them, whatever their annotations.
 func sourceReplicasNow(g Gomega) map[string]int32 {
 	deployments := &appsv1.DeploymentList{}
-	g.Expect(env.Source.Client.List(context.Background(), deployments, client.HasLabels{capiprovider.ProviderLabel})).To(Succeed())
+	g.Expect(movetest.Env.Source.Client.List(context.Background(), deployments, client.HasLabels{capiprovider.ProviderLabel})).To(Succeed())
 	out := map[string]int32{}
 	for _, d := range deployments.Items {
-		out[env.Source.Name+" "+d.Namespace+"/"+d.Name] = ptr.Deref(d.Spec.Replicas, 1)
+		out[movetest.Env.Source.Name+" "+d.Namespace+"/"+d.Name] = ptr.Deref(d.Spec.Replicas, 1)
 	}
 	return out
 }
@@ -323,40 +324,40 @@ func sourceReplicasNow(g Gomega) map[string]int32 {
 // take the bypass: the move must neither stall in ScalingDown for ever nor
 // leave anything stopped, but roll back, naming the webhook.
 func TestAWebhookThatCannotTakeTheBypassRollsTheMoveBackInsteadOfStalling(t *testing.T) {
-	rc := newRollbackCase(t, "fullconds")
+	rc := movetest.NewRollbackCase(t, "fullconds")
 	ctx := context.Background()
 	g := NewWithT(t)
 	name := "capi-validating-webhook-configuration"
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	g.Expect(env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, cfg)).To(Succeed())
+	g.Expect(movetest.Env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, cfg)).To(Succeed())
 	before := cfg.DeepCopy()
 	full := cfg.DeepCopy()
 	for i := len(full.Webhooks[0].MatchConditions); i < 64; i++ {
 		full.Webhooks[0].MatchConditions = append(full.Webhooks[0].MatchConditions,
 			admissionregistrationv1.MatchCondition{Name: fmt.Sprintf("someone-else-%d", i), Expression: "true"})
 	}
-	g.Expect(env.Target.Client.Update(ctx, full)).To(Succeed())
+	g.Expect(movetest.Env.Target.Client.Update(ctx, full)).To(Succeed())
 	restore := func() {
 		cur := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, cur); err == nil {
+		if err := movetest.Env.Target.Client.Get(ctx, client.ObjectKey{Name: name}, cur); err == nil {
 			cur.Webhooks = before.Webhooks
-			_ = env.Target.Client.Update(ctx, cur)
+			_ = movetest.Env.Target.Client.Update(ctx, cur)
 		}
 	}
 	t.Cleanup(restore)
 
-	startOperator(t, operatorOptions{})
+	movetest.StartOperator(t, movetest.OperatorOptions{})
 	second := &metav1.Duration{Duration: time.Second}
-	mo := newMoveOperation(t, rc.ops, "full-conditions", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+	mo := movetest.NewMoveOperation(t, rc.Ops, "full-conditions", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{BlockMove: second, ScaleDown: second},
 	})
-	failed, _ := waitForPhase(t, mo, movev1alpha1.PhaseFailed, 3*time.Minute)
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 3*time.Minute)
 	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonScaleDownTimeout))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("64 match conditions"))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(name))
 	restore()
-	rc.assertAsBefore(ctx, g)
+	rc.AssertAsBefore(ctx, g)
 }
 
 // kube-apiserver can go on calling, for the operator, a webhook whose
@@ -370,24 +371,24 @@ func TestAWebhookThatCannotTakeTheBypassRollsTheMoveBackInsteadOfStalling(t *tes
 // the source refuses the operator's writes to LoopMachines, in the API
 // server's words, until the webhook's configuration is written again.
 func TestAWebhookTheAPIServerStillCallsDespiteTheBypassIsReloadedAndTheMoveFinishes(t *testing.T) {
-	rc := newRollbackCase(t, "stale")
+	rc := movetest.NewRollbackCase(t, "stale")
 	ctx := context.Background()
 	g := NewWithT(t)
 	const webhook = "validation.loopmachine.infrastructure.cluster.x-k8s.io"
 	var reloaded atomic.Bool
 	var refused atomic.Int32
-	startOperator(t, operatorOptions{
-		failIf: func(cluster, verb string, obj client.Object) error {
+	movetest.StartOperator(t, movetest.OperatorOptions{
+		FailIf: func(cluster, verb string, obj client.Object) error {
 			if cluster != "source" || (verb != "patch" && verb != "delete") || reloaded.Load() {
 				return nil
 			}
-			if kindOf(obj) != "LoopMachine" {
+			if movetest.KindOf(obj) != "LoopMachine" {
 				return nil
 			}
 			refused.Add(1)
 			return apierrors.NewInternalError(fmt.Errorf(`failed calling webhook %q: failed to call webhook: Post "https://capl-webhook-service.capl-system.svc:443/validate-infrastructure-cluster-x-k8s-io-v1alpha1-loopmachine?timeout=10s": dial tcp 127.96.2.13:443: connect: connection refused`, webhook))
 		},
-		onWrite: func(cluster, verb string, obj client.Object) {
+		OnWrite: func(cluster, verb string, obj client.Object) {
 			cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 			if !ok || cluster != "source" || verb != "update" {
 				return
@@ -402,20 +403,20 @@ func TestAWebhookTheAPIServerStillCallsDespiteTheBypassIsReloadedAndTheMoveFinis
 			}
 		},
 	})
-	mo := newMoveOperation(t, rc.ops, "stale-webhook", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	mo := movetest.NewMoveOperation(t, rc.Ops, "stale-webhook", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
 	g.Expect(refused.Load()).To(BeNumerically(">", 0), "the stale webhook refused the operator's deletion at least once")
 	g.Expect(reloaded.Load()).To(BeTrue(), "the configuration holding the webhook was written again")
 	g.Eventually(func(g Gomega) {
-		notes := warningNotes(ctx, g, mo, movev1alpha1.ReasonBypassReapplied)
+		notes := movetest.WarningNotes(ctx, g, mo, movev1alpha1.ReasonBypassReapplied)
 		g.Expect(notes).NotTo(BeEmpty())
 		g.Expect(notes[0]).To(ContainSubstring(webhook))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "a Warning event says which webhook was reloaded and why")
 	// The refresh's mark goes with the bypass: the webhooks are as before.
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore))
-	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(rc.StateBefore))
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+	if diff := snapshot.Diff(rc.Before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
 }
@@ -483,27 +484,27 @@ func (b *bypassRemoval) expectInstalledAgain(g Gomega) {
 // operator's first deletion of a LoopMachine, whose webhook then refuses
 // it for real.
 func TestABypassRemovedDuringTheMoveIsInstalledAgainAndTheMoveFinishes(t *testing.T) {
-	rc := newRollbackCase(t, "unbypassed")
+	rc := movetest.NewRollbackCase(t, "unbypassed")
 	ctx := context.Background()
 	g := NewWithT(t)
-	b := &bypassRemoval{m: env.Source, cluster: "source"}
-	startOperator(t, operatorOptions{
-		failIf: func(cluster, verb string, obj client.Object) error {
-			if cluster == "source" && verb == "patch" && kindOf(obj) == "LoopMachine" {
+	b := &bypassRemoval{m: movetest.Env.Source, cluster: "source"}
+	movetest.StartOperator(t, movetest.OperatorOptions{
+		FailIf: func(cluster, verb string, obj client.Object) error {
+			if cluster == "source" && verb == "patch" && movetest.KindOf(obj) == "LoopMachine" {
 				return b.remove(ctx)
 			}
 			return nil
 		},
-		onWriteError: b.onWriteError,
-		onWrite:      b.onWrite,
+		OnWriteError: b.onWriteError,
+		OnWrite:      b.onWrite,
 	})
-	mo := newMoveOperation(t, rc.ops, "unbypassed", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	mo := movetest.NewMoveOperation(t, rc.Ops, "unbypassed", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
 	b.expectInstalledAgain(g)
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
-	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(rc.StateBefore), "the webhooks are as before the move")
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+	if diff := snapshot.Diff(rc.Before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
 }
@@ -514,18 +515,18 @@ func TestABypassRemovedDuringTheMoveIsInstalledAgainAndTheMoveFinishes(t *testin
 // the rollback retrying for ever with the target's providers at zero (and
 // whatever the target already managed unmanaged).
 func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbackFinishes(t *testing.T) {
-	rc := newRollbackCase(t, "unbypassedrb")
+	rc := movetest.NewRollbackCase(t, "unbypassedrb")
 	ctx := context.Background()
 	g := NewWithT(t)
-	b := &bypassRemoval{m: env.Target, cluster: "target"}
+	b := &bypassRemoval{m: movetest.Env.Target, cluster: "target"}
 	var loopMachineCopied, copyFailed atomic.Bool
 	var removedIn atomic.Value
-	startOperator(t, operatorOptions{
-		failIf: func(cluster, verb string, obj client.Object) error {
+	movetest.StartOperator(t, movetest.OperatorOptions{
+		FailIf: func(cluster, verb string, obj client.Object) error {
 			if cluster != "target" {
 				return nil
 			}
-			kind := kindOf(obj)
+			kind := movetest.KindOf(obj)
 			switch {
 			case verb == "create" && kind == "Secret" && loopMachineCopied.Load():
 				// Copying fails once LoopMachines are in the target: the
@@ -535,30 +536,30 @@ func TestABypassRemovedFromTheTargetDuringARollbackIsInstalledAgainAndTheRollbac
 			case verb == "patch" && kind == "LoopMachine" && copyFailed.Load() && !b.removed.Load():
 				// The rollback's first deletion of a LoopMachine copy.
 				now := &movev1alpha1.MoveOperation{}
-				if err := k8s.Get(ctx, client.ObjectKey{Namespace: rc.ops, Name: "unbypassed-rollback"}, now); err == nil {
+				if err := movetest.Client.Get(ctx, client.ObjectKey{Namespace: rc.Ops, Name: "unbypassed-rollback"}, now); err == nil {
 					removedIn.Store(now.Status.Phase)
 				}
 				return b.remove(ctx)
 			}
 			return nil
 		},
-		onWriteError: b.onWriteError,
-		onWrite: func(cluster, verb string, obj client.Object) {
+		OnWriteError: b.onWriteError,
+		OnWrite: func(cluster, verb string, obj client.Object) {
 			b.onWrite(cluster, verb, obj)
-			if cluster == "target" && verb == "create" && kindOf(obj) == "LoopMachine" {
+			if cluster == "target" && verb == "create" && movetest.KindOf(obj) == "LoopMachine" {
 				loopMachineCopied.Store(true)
 			}
 		},
 	})
-	mo := newMoveOperation(t, rc.ops, "unbypassed-rollback", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+	mo := movetest.NewMoveOperation(t, rc.Ops, "unbypassed-rollback", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: time.Millisecond}},
 	})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
+	rc.AssertRolledBack(mo, movev1alpha1.ReasonCopyTimeout)
 
 	b.expectInstalledAgain(g)
 	g.Expect(removedIn.Load()).To(Equal(movev1alpha1.PhaseRollingBack), "it was removed during the rollback")
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "the webhooks are as before the move")
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(rc.StateBefore), "the webhooks are as before the move")
 }
 
 // A target Secret made unusable before the point of no return (its key
@@ -593,38 +594,38 @@ func TestATargetSecretBrokenBeforeThePointOfNoReturnRollsTheMoveBackInsteadOfWai
 		breaksAt: func(cluster, verb string, _ client.Object) bool { return cluster == "target" && verb == "create" },
 	}} {
 		t.Run("in "+string(c.phase), func(t *testing.T) {
-			rc := newRollbackCase(t, "badsecret")
+			rc := movetest.NewRollbackCase(t, "badsecret")
 			ctx := context.Background()
 			g := NewWithT(t)
-			newSecret(t, rc.ops, "breaks", map[string][]byte{"value": targetKubeconfig})
-			key := client.ObjectKey{Namespace: rc.ops, Name: "breaks"}
+			movetest.NewSecret(t, rc.Ops, "breaks", map[string][]byte{"value": movetest.TargetKubeconfig})
+			key := client.ObjectKey{Namespace: rc.Ops, Name: "breaks"}
 			setData := func(data map[string][]byte) error {
 				return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 					s := &corev1.Secret{}
-					if err := env.Source.Client.Get(ctx, key, s); err != nil {
+					if err := movetest.Env.Source.Client.Get(ctx, key, s); err != nil {
 						return err
 					}
 					s.Data = data
-					return env.Source.Client.Update(ctx, s)
+					return movetest.Env.Source.Client.Update(ctx, s)
 				})
 			}
 
 			var once sync.Once
-			startOperator(t, operatorOptions{onWrite: func(cluster, verb string, obj client.Object) {
+			movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, obj client.Object) {
 				if c.breaksAt(cluster, verb, obj) {
 					once.Do(func() {
-						if err := setData(map[string][]byte{"kubeconfig": targetKubeconfig}); err != nil {
+						if err := setData(map[string][]byte{"kubeconfig": movetest.TargetKubeconfig}); err != nil {
 							t.Errorf("breaking the target's Secret: %v", err)
 						}
 					})
 				}
 			}})
-			mo := newMoveOperation(t, rc.ops, "secret-breaks", movev1alpha1.MoveOperationSpec{
-				Target: targetRef("breaks"), Namespaces: rc.f.Namespaces, Timeouts: c.timeouts,
+			mo := movetest.NewMoveOperation(t, rc.Ops, "secret-breaks", movev1alpha1.MoveOperationSpec{
+				Target: movetest.TargetRef("breaks"), Namespaces: rc.Fleet.Namespaces, Timeouts: c.timeouts,
 			})
 
 			g.Eventually(func(g Gomega) {
-				got := get(g, mo)
+				got := movetest.Get(g, mo)
 				g.Expect(got.Status.Phase).To(Equal(movev1alpha1.PhaseRollingBack))
 				g.Expect(got.Status.FailureReason).To(Equal(c.reason))
 				g.Expect(got.Status.FailureMessage).To(ContainSubstring(`has no key "value"`))
@@ -632,11 +633,11 @@ func TestATargetSecretBrokenBeforeThePointOfNoReturnRollsTheMoveBackInsteadOfWai
 				g.Expect(stalled).NotTo(BeNil())
 				g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
 				g.Expect(stalled.Reason).To(Equal(movev1alpha1.ReasonTargetSecretKeyNotFound), "the rollback says it waits for the Secret")
-				g.Expect(sourceReplicasNow(g)).To(Equal(sourceReplicas(rc.stateBefore)), "the source's controllers do not wait for the target")
+				g.Expect(sourceReplicasNow(g)).To(Equal(movetest.SourceReplicas(rc.StateBefore)), "the source's controllers do not wait for the target")
 			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 
-			g.Expect(setData(map[string][]byte{"value": targetKubeconfig})).To(Succeed())
-			rc.assertRolledBack(mo, c.reason)
+			g.Expect(setData(map[string][]byte{"value": movetest.TargetKubeconfig})).To(Succeed())
+			rc.AssertRolledBack(mo, c.reason)
 		})
 	}
 }
@@ -647,19 +648,19 @@ func TestATargetSecretBrokenBeforeThePointOfNoReturnRollsTheMoveBackInsteadOfWai
 // The restore goes on without it, and says so; whoever deleted it decides
 // whether it comes back.
 func TestAControllerDeletedDuringTheMoveIsLeftOutOfTheRestoreAndTheMoveFinishes(t *testing.T) {
-	rc := newRollbackCase(t, "gone")
+	rc := movetest.NewRollbackCase(t, "gone")
 	ctx := context.Background()
 	g := NewWithT(t)
-	p := env.Source.CAPI.Provider(capiprovider.KubeadmControlPlaneProvider)
+	p := movetest.Env.Source.CAPI.Provider(capiprovider.KubeadmControlPlaneProvider)
 	key := client.ObjectKey{Namespace: p.Namespace, Name: p.Deployment}
 	saved := &appsv1.Deployment{}
-	g.Expect(env.Source.Client.Get(ctx, key, saved)).To(Succeed())
+	g.Expect(movetest.Env.Source.Client.Get(ctx, key, saved)).To(Succeed())
 	t.Cleanup(func() {
 		// Put it back as installed, before the fleet is purged (its
 		// webhooks are needed for that) and for the tests that follow.
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: saved.Namespace, Name: saved.Name, Labels: saved.Labels}, Spec: saved.Spec}
 		d.Spec.Replicas = ptr.To[int32](1)
-		if err := env.Source.Client.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := movetest.Env.Source.Client.Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Errorf("creating %s again: %v", key, err)
 			return
 		}
@@ -671,28 +672,28 @@ func TestAControllerDeletedDuringTheMoveIsLeftOutOfTheRestoreAndTheMoveFinishes(
 	})
 
 	var once sync.Once
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, _ client.Object) {
 		if cluster == "target" && verb == "create" {
 			once.Do(func() {
-				if err := env.Source.Client.Delete(ctx, saved.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+				if err := movetest.Env.Source.Client.Delete(ctx, saved.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 					t.Errorf("deleting %s: %v", key, err)
 				}
 			})
 		}
 	}})
-	mo := newMoveOperation(t, rc.ops, "controller-gone", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+	mo := movetest.NewMoveOperation(t, rc.Ops, "controller-gone", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
-	want := clusterState{Replicas: maps.Clone(rc.stateBefore.Replicas), Webhooks: rc.stateBefore.Webhooks}
-	delete(want.Replicas, env.Source.Name+" "+key.String())
-	g.Expect(stateOf(ctx, g)).To(Equal(want), "every other controller is back, and no webhook keeps the bypass")
-	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
+	want := movetest.ClusterState{Replicas: maps.Clone(rc.StateBefore.Replicas), Webhooks: rc.StateBefore.Webhooks}
+	delete(want.Replicas, movetest.Env.Source.Name+" "+key.String())
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(want), "every other controller is back, and no webhook keeps the bypass")
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+	if diff := snapshot.Diff(rc.Before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
-	assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+	movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Target.Client, rc.Fleet.Namespaces)
 	g.Eventually(func(g Gomega) {
-		notes := warningNotes(ctx, g, mo, movev1alpha1.ReasonControllerGone)
+		notes := movetest.WarningNotes(ctx, g, mo, movev1alpha1.ReasonControllerGone)
 		g.Expect(notes).NotTo(BeEmpty())
 		g.Expect(notes[0]).To(ContainSubstring(key.String()))
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "a Warning event names the controller that is not restored")
@@ -706,10 +707,10 @@ func TestAControllerDeletedDuringTheMoveIsLeftOutOfTheRestoreAndTheMoveFinishes(
 // saying what refused and why. The policy is a real
 // ValidatingAdmissionPolicy, which the bypass does not cover.
 func TestADeletionTheSourceRefusesIsFoundBeforeThePointOfNoReturnAndTheMoveRollsBack(t *testing.T) {
-	rc := newRollbackCase(t, "protected")
+	rc := movetest.NewRollbackCase(t, "protected")
 	ctx := context.Background()
 	g := NewWithT(t)
-	wc := rc.f.Clusters[0]
+	wc := rc.Fleet.Clusters[0]
 	name := "protect-clusters-" + wc.Namespace
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -737,21 +738,21 @@ func TestADeletionTheSourceRefusesIsFoundBeforeThePointOfNoReturnAndTheMoveRolls
 		},
 	}
 	for _, o := range []client.Object{policy, binding} {
-		g.Expect(env.Source.Client.Create(ctx, o)).To(Succeed())
-		t.Cleanup(func() { _ = env.Source.Client.Delete(ctx, o) }) // before the fleet is purged
+		g.Expect(movetest.Env.Source.Client.Create(ctx, o)).To(Succeed())
+		t.Cleanup(func() { _ = movetest.Env.Source.Client.Delete(ctx, o) }) // before the fleet is purged
 	}
 	cluster := &metav1.PartialObjectMetadata{}
 	cluster.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
 	cluster.SetNamespace(wc.Namespace)
 	cluster.SetName(wc.Name)
 	g.Eventually(func() error {
-		return env.Source.Client.Delete(ctx, cluster, client.DryRunAll)
+		return movetest.Env.Source.Client.Delete(ctx, cluster, client.DryRunAll)
 	}, 30*time.Second, 200*time.Millisecond).Should(MatchError(ContainSubstring("protected from deletion")), "the policy is in force")
 
-	startOperator(t, operatorOptions{})
-	mo := newMoveOperation(t, rc.ops, "protected", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonDeletionRefused)
-	failed := get(g, mo)
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	mo := movetest.NewMoveOperation(t, rc.Ops, "protected", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	rc.AssertRolledBack(mo, movev1alpha1.ReasonDeletionRefused)
+	failed := movetest.Get(g, mo)
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("%s/%s", wc.Namespace, wc.Name)))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("Clusters are protected from deletion"))
 	g.Expect(failed.Status.Progress.Deleted).To(BeZero())
@@ -765,31 +766,31 @@ func TestADeletionTheSourceRefusesIsFoundBeforeThePointOfNoReturnAndTheMoveRolls
 // spec.timeouts.scaleUp the source's restore finishes without the notes,
 // and says so.
 func TestTheSourceFinishesItsRestoreWithoutATargetThatGoesAwayOnceRestored(t *testing.T) {
-	rc := newRollbackCase(t, "tgtgone")
+	rc := movetest.NewRollbackCase(t, "tgtgone")
 	ctx := context.Background()
 	g := NewWithT(t)
-	proxy := targetViaProxy(t, rc.ops)
+	proxy := movetest.TargetViaProxy(t, rc.Ops)
 
 	var once sync.Once
-	startOperator(t, operatorOptions{onWrite: func(_, verb string, obj client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(_, verb string, obj client.Object) {
 		if mo, ok := obj.(*movev1alpha1.MoveOperation); ok && verb == "patch/status" && mo.Status.Phase == movev1alpha1.PhaseRestoringSource {
-			once.Do(proxy.cut) // the target goes away once restored
+			once.Do(proxy.Cut) // the target goes away once restored
 		}
 	}})
-	mo := newMoveOperation(t, rc.ops, "target-gone", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("via-proxy"), Namespaces: rc.f.Namespaces,
+	mo := movetest.NewMoveOperation(t, rc.Ops, "target-gone", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("via-proxy"), Namespaces: rc.Fleet.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{ScaleUp: &metav1.Duration{Duration: time.Second}},
 	})
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
+	movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 2*time.Minute)
 	g.Eventually(func(g Gomega) {
-		notes := warningNotes(ctx, g, mo, movev1alpha1.ReasonCopiesNotNoted)
+		notes := movetest.WarningNotes(ctx, g, mo, movev1alpha1.ReasonCopiesNotNoted)
 		g.Expect(notes).NotTo(BeEmpty(), "a Warning event says the copies were not noted, and why")
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 
-	proxy.restore()
-	g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "both clusters' controllers are back and no webhook keeps the bypass")
-	after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-	if diff := snapshot.Diff(rc.before, after); diff != "" {
+	proxy.Restore()
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(rc.StateBefore), "both clusters' controllers are back and no webhook keeps the bypass")
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+	if diff := snapshot.Diff(rc.Before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
 }
@@ -804,17 +805,17 @@ func TestTheSourceFinishesItsRestoreWithoutATargetThatGoesAwayOnceRestored(t *te
 // which restart the operator in every section of Copying under the default
 // timeout and end Done).
 func TestAnOperatorKilledAtTheSameGroupEveryTimeRollsTheMoveBack(t *testing.T) {
-	rc := newRollbackCase(t, "killed")
+	rc := movetest.NewRollbackCase(t, "killed")
 	g := NewWithT(t)
 	var (
 		mu     sync.Mutex
 		groups []int32 // status.progress.copiedGroups as each status write left it
 	)
-	killed := operatorOptions{
-		crashIf: func(w pendingWrite) bool {
-			return w.cluster == "target" && w.verb == "create" && kindOf(w.obj) == "MachineDeployment"
+	killed := movetest.OperatorOptions{
+		CrashIf: func(w movetest.PendingWrite) bool {
+			return w.Cluster == "target" && w.Verb == "create" && movetest.KindOf(w.Obj) == "MachineDeployment"
 		},
-		onWrite: func(_, verb string, obj client.Object) {
+		OnWrite: func(_, verb string, obj client.Object) {
 			if mo, ok := obj.(*movev1alpha1.MoveOperation); ok && verb == "patch/status" && mo.Status.Phase == movev1alpha1.PhaseCopying && mo.Status.Progress != nil {
 				mu.Lock()
 				defer mu.Unlock()
@@ -822,17 +823,21 @@ func TestAnOperatorKilledAtTheSameGroupEveryTimeRollsTheMoveBack(t *testing.T) {
 			}
 		},
 	}
-	resumer := startResumer(t, startOperator(t, killed), killed)
-	mo := newMoveOperation(t, rc.ops, "killed", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: rc.f.Namespaces,
+	resumer := movetest.StartResumer(t, movetest.StartOperator(t, killed), killed)
+	mo := movetest.NewMoveOperation(t, rc.Ops, "killed", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces,
 		Timeouts: movev1alpha1.TimeoutsSpec{Copy: &metav1.Duration{Duration: 2 * time.Second}},
 	})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonCopyInterrupted)
-	resumer.stop()
+	rc.AssertRolledBack(mo, movev1alpha1.ReasonCopyInterrupted)
 
-	failed := get(g, mo)
+	failed := movetest.Get(g, mo)
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring("keeps stopping while it copies"))
 	g.Expect(failed.Status.Progress.CopyStarts).To(BeNumerically(">", 3))
+	// Remove the MoveOperation while an operator still runs to release it:
+	// without one, its cleanup waits two minutes before taking its
+	// finalizer off by hand.
+	movetest.DeleteMoveOperation(t, mo)
+	resumer.Stop()
 	mu.Lock()
 	defer mu.Unlock()
 	for i := 1; i < len(groups); i++ {

@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package recovery_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/installed"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
 )
 
@@ -25,29 +26,29 @@ func TestTheOtherReplicaFinishesAMoveWhenTheLeaderIsKilled(t *testing.T) {
 	manager := buildManager(t)
 	for _, phase := range []movev1alpha1.MovePhase{movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting} {
 		t.Run("killed in "+string(phase), func(t *testing.T) {
-			rc := newRollbackCase(t, "ha"+strings.ToLower(string(phase[:3])))
+			rc := movetest.NewRollbackCase(t, "ha"+strings.ToLower(string(phase[:3])))
 			ctx := context.Background()
 			g := NewWithT(t)
 			replicas := []*replica{startReplica(t, manager, "a"), startReplica(t, manager, "b")}
 			leader := waitForLeader(t, replicas)
 
-			mo := newMoveOperation(t, rc.ops, "ha", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
+			mo := movetest.NewMoveOperation(t, rc.Ops, "ha", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
 			killedIn := waitForPhaseThen(t, mo, phase, func() {
 				// Cut its connection first, so that it writes nothing more
 				// between the decision and its death.
-				leader.proxy.cut()
+				leader.proxy.Cut()
 				_ = leader.run.Kill()
 			})
 			t.Logf("leader %s killed in %s; %s takes over", leader.name, killedIn, leader.other(replicas).name)
-			done, _ := waitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
+			done, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 3*time.Minute)
 
-			after := inNamespaces(take(ctx, g, env.Target, rc.f.Namespaces), rc.f.Namespaces...)
-			if diff := snapshot.Diff(rc.before, after); diff != "" {
+			after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, rc.Fleet.Namespaces), rc.Fleet.Namespaces...)
+			if diff := snapshot.Diff(rc.Before, after); diff != "" {
 				t.Fatalf("the target differs from the source before the move:\n%s", diff)
 			}
-			g.Expect(inNamespaces(take(ctx, g, env.Source, rc.f.Namespaces), rc.f.Namespaces...).Objects).To(BeEmpty())
-			g.Expect(stateOf(ctx, g)).To(Equal(rc.stateBefore), "controllers and webhooks as before")
-			assertNoMoveMarks(ctx, g, env.Target.Client, rc.f.Namespaces)
+			g.Expect(movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Source, rc.Fleet.Namespaces), rc.Fleet.Namespaces...).Objects).To(BeEmpty())
+			g.Expect(movetest.StateOf(ctx, g)).To(Equal(rc.StateBefore), "controllers and webhooks as before")
+			movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Target.Client, rc.Fleet.Namespaces)
 			g.Expect(done.Status.Progress.Copied).To(Equal(done.Status.Progress.Total))
 			g.Expect(acquiredLease(leader.other(replicas).log())).To(BeTrue(), "the other replica leads now")
 		})
@@ -69,24 +70,24 @@ func buildManager(t *testing.T) string {
 type replica struct {
 	name  string
 	run   *installed.Running
-	proxy *tcpProxy
+	proxy *movetest.TCPProxy
 }
 
 func startReplica(t *testing.T, manager, name string) *replica {
 	t.Helper()
-	proxy := startProxy(t, env.Source.Config.Host)
-	raw, err := os.ReadFile(operatorKubeconfig)
+	proxy := movetest.StartProxy(t, movetest.Env.Source.Config.Host)
+	raw, err := os.ReadFile(movetest.OperatorKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	id := *operatorIdentity
+	id := *movetest.OperatorIdentity
 	id.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(id.Kubeconfig, []byte(strings.Replace(string(raw), proxy.upstream, proxy.addr, 1)), 0o600); err != nil {
+	if err := os.WriteFile(id.Kubeconfig, []byte(strings.Replace(string(raw), proxy.Upstream, proxy.Addr, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := &replica{name: name, proxy: proxy}
-	r.run, err = install.Start(context.Background(), installed.Process{
+	r.run, err = movetest.Install.Start(context.Background(), installed.Process{
 		Binary: manager, Identity: &id,
 		// Short leases, so that the test's takeover takes seconds.
 		Args: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
@@ -144,7 +145,7 @@ func waitForPhaseThen(t *testing.T, mo *movev1alpha1.MoveOperation, phase movev1
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		got := get(NewWithT(t), mo)
+		got := movetest.Get(NewWithT(t), mo)
 		if got.Status.Phase == phase {
 			act()
 			return phase

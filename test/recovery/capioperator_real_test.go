@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package recovery_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/capioperator"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -44,7 +45,7 @@ type realOperator struct {
 // returns once it reports both installed and Ready.
 func startRealOperator(t *testing.T, m *testenv.Management) *realOperator {
 	t.Helper()
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	// The first time on a machine, its binary is built: minutes.
 	build, cancelBuild := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancelBuild()
@@ -163,7 +164,7 @@ func replicasOf(ctx context.Context, g Gomega, m *testenv.Management, key types.
 // resync (--sync-period, 10 minutes by default) re-applies the provider's
 // manifests, replicas included; and the same at once when it starts.
 func TestTheRealClusterAPIOperatorScalesAProviderUpOnlyWhenItStartsOrResyncs(t *testing.T) {
-	ro := startRealOperator(t, env.Source)
+	ro := startRealOperator(t, movetest.Env.Source)
 	ctx := context.Background()
 	g := NewWithT(t)
 	infra := ro.providers[1]
@@ -223,13 +224,13 @@ func TestAMoveStopsTheRealClusterAPIOperatorAndRestartsItAfterItsProviders(t *te
 	defer cancel()
 	g := NewWithT(t)
 	operators := map[string]*realOperator{
-		"source": startRealOperator(t, env.Source),
-		"target": startRealOperator(t, env.Target),
+		"source": startRealOperator(t, movetest.Env.Source),
+		"target": startRealOperator(t, movetest.Env.Target),
 	}
 	name := "realcapiop" + rand.String(4)
-	f := createFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
-	stateBefore := stateOf(ctx, g)
-	sourceBefore := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(1), Namespaces: []string{name}, Name: name})
+	stateBefore := movetest.StateOf(ctx, g)
+	sourceBefore := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Source, f.Namespaces), f.Namespaces...)
 	runsBefore := map[string]int{}
 	managers := map[string]*capioperator.Real{}
 	for n, ro := range operators {
@@ -238,8 +239,8 @@ func TestAMoveStopsTheRealClusterAPIOperatorAndRestartsItAfterItsProviders(t *te
 	}
 
 	writes := &replicaWrites{}
-	startOperator(t, operatorOptions{onWrite: writes.observe})
-	mo := newMoveOperation(t, opsNamespace(t), "real-capi-operator", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: f.Namespaces})
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: writes.observe})
+	mo := movetest.NewMoveOperation(t, movetest.OpsNamespace(t), "real-capi-operator", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: f.Namespaces})
 	done, monitor := doneWhileDown(t, ctx, mo, managers, 4*time.Minute)
 
 	t.Run("cluster-api-operator and every provider were stopped while objects were copied and deleted", func(t *testing.T) {
@@ -285,8 +286,8 @@ func TestAMoveStopsTheRealClusterAPIOperatorAndRestartsItAfterItsProviders(t *te
 		for _, ro := range operators {
 			ro.waitSettled(t, ctx)
 		}
-		g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "every provider at its recorded replicas, every webhook as before")
-		after := inNamespaces(take(ctx, g, env.Target, f.Namespaces), f.Namespaces...)
+		g.Expect(movetest.StateOf(ctx, g)).To(Equal(stateBefore), "every provider at its recorded replicas, every webhook as before")
+		after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, f.Namespaces), f.Namespaces...)
 		if diff := snapshot.Diff(sourceBefore, after); diff != "" {
 			t.Fatalf("the target differs from the source before the move:\n%s", diff)
 		}
@@ -303,19 +304,19 @@ func TestAMoveStopsTheRealClusterAPIOperatorAndRestartsItAfterItsProviders(t *te
 // resync cannot come during a move: it is stopped first, and a resync
 // needs it running, so a start is the case to show.
 func TestTheRealClusterAPIOperatorStartedMidMoveRollsTheMoveBack(t *testing.T) {
-	source := startRealOperator(t, env.Source)
-	startRealOperator(t, env.Target)
-	rc := newRollbackCase(t, "realcapioprestart")
+	source := startRealOperator(t, movetest.Env.Source)
+	startRealOperator(t, movetest.Env.Target)
+	rc := movetest.NewRollbackCase(t, "realcapioprestart")
 	ctx := context.Background()
 	infra := source.deployment(source.providers[1])
 	var once sync.Once
 	var restartedInfra atomic.Bool
-	startOperator(t, operatorOptions{onWrite: func(cluster, verb string, _ client.Object) {
+	movetest.StartOperator(t, movetest.OperatorOptions{OnWrite: func(cluster, verb string, _ client.Object) {
 		if cluster != "target" || verb != "create" {
 			return // the first create in the target is Copying's
 		}
 		once.Do(func() {
-			if err := setReplicas(ctx, env.Source, source.operator.Key, 1); err != nil {
+			if err := setReplicas(ctx, movetest.Env.Source, source.operator.Key, 1); err != nil {
 				t.Errorf("starting cluster-api-operator behind the move's back: %v", err)
 				return
 			}
@@ -325,16 +326,16 @@ func TestTheRealClusterAPIOperatorStartedMidMoveRollsTheMoveBack(t *testing.T) {
 			defer cancel()
 			for wait.Err() == nil && !restartedInfra.Load() {
 				d := &appsv1.Deployment{}
-				restartedInfra.Store(env.Source.Client.Get(wait, infra, d) == nil && ptr.Deref(d.Spec.Replicas, 1) > 0)
+				restartedInfra.Store(movetest.Env.Source.Client.Get(wait, infra, d) == nil && ptr.Deref(d.Spec.Replicas, 1) > 0)
 				time.Sleep(100 * time.Millisecond)
 			}
 		})
 	}})
-	mo := newMoveOperation(t, rc.ops, "real-capi-operator-restart", movev1alpha1.MoveOperationSpec{Target: targetRef("target"), Namespaces: rc.f.Namespaces})
-	rc.assertRolledBack(mo, movev1alpha1.ReasonControllerRestarted)
+	mo := movetest.NewMoveOperation(t, rc.Ops, "real-capi-operator-restart", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: rc.Fleet.Namespaces})
+	rc.AssertRolledBack(mo, movev1alpha1.ReasonControllerRestarted)
 	g := NewWithT(t)
 	g.Expect(restartedInfra.Load()).To(BeTrue(), "cluster-api-operator, started, scaled %s up (its log: %s)", infra, source.operator.LogPath)
-	failed := get(g, mo)
+	failed := movetest.Get(g, mo)
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(infra.String() + " (scaled up to 2)"))
 	g.Expect(failed.Status.FailureMessage).To(ContainSubstring(source.operator.Key.String() + " (scaled up to 1)"))
 	for _, p := range failed.Status.PhaseTransitions {

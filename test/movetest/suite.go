@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package movetest
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -47,55 +46,59 @@ import (
 	"github.com/move-operator/move-operator/test/testenv"
 )
 
-// The controller tests share one pair of local management clusters with
-// Cluster API installed, and run the reconciler in a real manager against
-// them. Tests run one after the other: only one MoveOperation may be active
-// per source cluster, and each test leaves none behind.
-
 var (
-	env    *testenv.Env
-	scheme = runtime.NewScheme()
-	// targetKubeconfig is a self-contained kubeconfig for the target cluster.
-	targetKubeconfig []byte
-	// sourceKubeconfig points at the source itself (for the "target is the
+	// Env is the test package's pair of local management clusters, started
+	// by Main.
+	Env *testenv.Env
+	// Scheme holds the core kinds and MoveOperation.
+	Scheme = runtime.NewScheme()
+	// TargetKubeconfig is a self-contained kubeconfig for the target cluster.
+	TargetKubeconfig []byte
+	// SourceKubeconfig points at the source itself (for the "target is the
 	// source" test).
-	sourceKubeconfig []byte
-	// k8s reads and writes MoveOperations and core kinds in the source.
-	k8s client.Client
+	SourceKubeconfig []byte
+	// Client reads and writes MoveOperations and core kinds in the source.
+	Client client.Client
 	// operatorConfig is the operator's own identity in the source, as
 	// installed: the ServiceAccount of dist/install.yaml, its RBAC applied,
-	// its token the only credential (see test/installed). targetKubeconfig
+	// its token the only credential (see test/installed). TargetKubeconfig
 	// holds its identity in the target, made as users make it
 	// (internal/targetaccess with dist/target-access.yaml).
 	operatorConfig *rest.Config
-	// operatorKubeconfig is a kubeconfig file of that identity in the source,
+	// OperatorKubeconfig is a kubeconfig file of that identity in the source,
 	// for the operator run as a process.
-	operatorKubeconfig string
+	OperatorKubeconfig string
 	// operatorUser is the operator's username in the source, and
-	// targetUser in the target.
-	operatorUser, targetUser string
-	// install is dist/install.yaml, and operatorIdentity the identity of
+	// TargetUser in the target.
+	operatorUser, TargetUser string
+	// Install is dist/install.yaml, and OperatorIdentity the identity of
 	// its ServiceAccount in the source.
-	install          *installed.Install
-	operatorIdentity *installed.Identity
-	// claimKey is the claim Lease, where the installed manager keeps it:
+	Install          *installed.Install
+	OperatorIdentity *installed.Identity
+	// ClaimKey is the claim Lease, where the installed manager keeps it:
 	// beside its leader election Lease, in its own namespace.
-	claimKey types.NamespacedName
+	ClaimKey types.NamespacedName
 )
 
 func init() {
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(movev1alpha1.AddToScheme(scheme))
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(movev1alpha1.AddToScheme(Scheme))
 }
 
-func TestMain(m *testing.M) {
+// Main is the body of a test package's TestMain: it starts the package's
+// pair of local management clusters (Env; opts must install Cluster API),
+// runs its tests, and stops the pair. Each test package that calls it has a
+// pair of its own, so packages run side by side; within a package, tests
+// run one after the other: only one MoveOperation may be active per source
+// cluster, and each test leaves none behind.
+func Main(m *testing.M, opts testenv.Options) {
 	// The operator's logs stay quiet unless MOVE_OPERATOR_TEST_LOGS is set.
 	level := zapcore.ErrorLevel
 	if os.Getenv("MOVE_OPERATOR_TEST_LOGS") != "" {
 		level = zapcore.DebugLevel
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(level)))
-	testenv.Main(m, testenv.Options{CAPI: true}, &env)
+	testenv.Main(m, opts, &Env)
 }
 
 var setupOnce struct {
@@ -103,111 +106,111 @@ var setupOnce struct {
 	err error
 }
 
-// ensureSetup installs the MoveOperation CRD in the source and reads the
+// EnsureSetup installs the MoveOperation CRD in the source and reads the
 // kubeconfigs, once per test binary.
-func ensureSetup(t *testing.T) {
+func EnsureSetup(t *testing.T) {
 	t.Helper()
-	setupOnce.Do(func() { setupOnce.err = setup(env) })
+	setupOnce.Do(func() { setupOnce.err = setup(Env) })
 	if setupOnce.err != nil {
 		t.Fatalf("setting up the controller tests: %v", setupOnce.err)
 	}
 }
 
 func setup(e *testenv.Env) error {
-	if _, err := envtest.InstallCRDs(e.Source.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join("..", "config", "crd", "bases")}, ErrorIfPathMissing: true,
-	}); err != nil {
-		return fmt.Errorf("installing the MoveOperation CRD: %w", err)
-	}
-	var err error
-	if k8s, err = client.New(e.Source.Config, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	root, err := testenv.RepositoryRoot("go test ./controllers/")
+	root, err := testenv.RepositoryRoot("go test")
 	if err != nil {
 		return err
 	}
-	if install, err = installed.Read(root); err != nil {
+	if _, err := envtest.InstallCRDs(e.Source.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	}); err != nil {
+		return fmt.Errorf("installing the MoveOperation CRD: %w", err)
+	}
+	if Client, err = client.New(e.Source.Config, client.Options{Scheme: Scheme}); err != nil {
+		return err
+	}
+	if Install, err = installed.Read(root); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "move-operator-identity-")
 	if err != nil {
 		return err
 	}
-	id, err := install.Grant(context.Background(), e.Source.Config, dir)
+	id, err := Install.Grant(context.Background(), e.Source.Config, dir)
 	if err != nil {
 		return err
 	}
-	operatorIdentity = id
-	operatorConfig, operatorKubeconfig, operatorUser = id.Config, id.Kubeconfig, id.Username
-	claimKey = types.NamespacedName{Namespace: id.Namespace, Name: claim.DefaultName}
+	OperatorIdentity = id
+	operatorConfig, OperatorKubeconfig, operatorUser = id.Config, id.Kubeconfig, id.Username
+	ClaimKey = types.NamespacedName{Namespace: id.Namespace, Name: claim.DefaultName}
 	manifest, err := os.ReadFile(filepath.Join(root, installed.TargetAccessPath))
 	if err != nil {
 		return err
 	}
-	if targetKubeconfig, _, err = targetaccess.Grant(context.Background(), e.Target.Config, manifest, targetaccess.Options{}); err != nil {
+	if TargetKubeconfig, _, err = targetaccess.Grant(context.Background(), e.Target.Config, manifest, targetaccess.Options{}); err != nil {
 		return fmt.Errorf("making the operator's target credential: %w", err)
 	}
-	if targetUser, err = whoAmI(targetKubeconfig); err != nil {
+	if TargetUser, err = WhoAmI(TargetKubeconfig); err != nil {
 		return err
 	}
-	if sourceKubeconfig, err = os.ReadFile(e.Source.KubeconfigPath); err != nil {
+	if SourceKubeconfig, err = os.ReadFile(e.Source.KubeconfigPath); err != nil {
 		return err
 	}
 	return nil
 }
 
-// operator is a running manager with the MoveOperation reconciler.
-type operator struct {
+// Operator is a running manager with the MoveOperation reconciler.
+type Operator struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	// writes counts the writes the operator made to either cluster.
-	writes atomic.Int64
-	// crashed is set once operatorOptions.crashIf said so: no write of
+	// Writes counts the writes the operator made to either cluster.
+	Writes atomic.Int64
+	// Crashed is set once OperatorOptions.CrashIf said so: no write of
 	// this operator reaches a cluster after that, whichever of its workers
 	// makes it.
-	crashed atomic.Bool
+	Crashed atomic.Bool
 }
 
-// pendingWrite is a write the operator is about to make.
-type pendingWrite struct {
-	// n counts the operator's writes to either cluster, from 1.
-	n       int64
-	cluster string // "source" or "target"
-	verb    string
-	obj     client.Object
+// PendingWrite is a write the operator is about to make.
+type PendingWrite struct {
+	// N counts the operator's writes to either cluster, from 1.
+	N       int64
+	Cluster string // "source" or "target"
+	Verb    string
+	Obj     client.Object
 }
 
-type operatorOptions struct {
-	// crashIf, when set, is asked before each write whether the operator
+// OperatorOptions tune the operator StartOperator runs.
+type OperatorOptions struct {
+	// CrashIf, when set, is asked before each write whether the operator
 	// crashes there: that write and every later one fail, and the manager
 	// stops at once, as a process killed there would.
-	crashIf func(w pendingWrite) bool
-	// failIf, when set, is asked before each write whether it fails with
+	CrashIf func(w PendingWrite) bool
+	// FailIf, when set, is asked before each write whether it fails with
 	// an injected error instead of reaching the cluster; it still counts.
-	failIf func(cluster, verb string, obj client.Object) error
-	// onWrite, when set, is called after each successful write of the
+	FailIf func(cluster, verb string, obj client.Object) error
+	// OnWrite, when set, is called after each successful write of the
 	// operator with the cluster ("source" or "target"), the verb and the
 	// object as written.
-	onWrite func(cluster, verb string, obj client.Object)
-	// onWriteError, when set, is called after each write of the operator
+	OnWrite func(cluster, verb string, obj client.Object)
+	// OnWriteError, when set, is called after each write of the operator
 	// that a cluster refused, with the error.
-	onWriteError func(cluster, verb string, obj client.Object, err error)
-	// move are the options of the move's steps (concurrency).
-	move move.Options
-	// pollInterval of the reconciler's waits; short in tests.
-	pollInterval time.Duration
+	OnWriteError func(cluster, verb string, obj client.Object, err error)
+	// Move are the options of the move's steps (concurrency).
+	Move move.Options
+	// PollInterval of the reconciler's waits; short in tests.
+	PollInterval time.Duration
 }
 
-// startOperator runs the operator until the test ends (or it crashes).
-func startOperator(t *testing.T, opts operatorOptions) *operator {
+// StartOperator runs the operator until the test ends (or it crashes).
+func StartOperator(t *testing.T, opts OperatorOptions) *Operator {
 	t.Helper()
-	if opts.pollInterval == 0 {
-		opts.pollInterval = 200 * time.Millisecond
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 200 * time.Millisecond
 	}
-	ensureSetup(t)
+	EnsureSetup(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &operator{cancel: cancel, done: make(chan struct{})}
+	op := &Operator{cancel: cancel, done: make(chan struct{})}
 	var crashed sync.Once
 	wrap := func(cluster string) func(client.Client) client.Client {
 		return func(c client.Client) client.Client {
@@ -216,7 +219,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	}
 
 	mgr, err := ctrl.NewManager(operatorConfig, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
@@ -232,7 +235,7 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 	if err != nil {
 		t.Fatalf("creating the manager: %v", err)
 	}
-	source, err := client.New(operatorConfig, client.Options{Scheme: scheme})
+	source, err := client.New(operatorConfig, client.Options{Scheme: Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,11 +244,11 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 		Source:    wrap("source")(source),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("move-operator"),
-		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: scheme, QPS: 200, Burst: 400, Wrap: wrap("target")},
-		Claim:     claimKey,
-		Move:      opts.move,
+		Targets:   &remote.Clients{Reader: mgr.GetAPIReader(), Scheme: Scheme, QPS: 200, Burst: 400, Wrap: wrap("target")},
+		Claim:     ClaimKey,
+		Move:      opts.Move,
 		// Poll often: the tests wait on these loops.
-		PollInterval: opts.pollInterval,
+		PollInterval: opts.PollInterval,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		t.Fatalf("setting up the reconciler: %v", err)
@@ -256,25 +259,25 @@ func startOperator(t *testing.T, opts operatorOptions) *operator {
 			t.Logf("manager stopped: %v", err)
 		}
 	}()
-	t.Cleanup(op.stop)
+	t.Cleanup(op.Stop)
 	return op
 }
 
 // intercept wraps a client of one cluster so that every write is counted,
-// reported to opts.onWrite, and refused once opts.crashIf said crash.
-func (op *operator) intercept(c client.Client, cluster string, opts operatorOptions, crash func()) client.Client {
+// reported to opts.OnWrite, and refused once opts.CrashIf said crash.
+func (op *Operator) intercept(c client.Client, cluster string, opts OperatorOptions, crash func()) client.Client {
 	before := func(verb string, obj client.Object) error {
 		if asksOnly(obj) {
 			return nil // stores nothing: not a write, and no crash point
 		}
-		n := op.writes.Add(1)
-		if op.crashed.Load() || (opts.crashIf != nil && opts.crashIf(pendingWrite{n: n, cluster: cluster, verb: verb, obj: obj})) {
-			op.crashed.Store(true)
+		n := op.Writes.Add(1)
+		if op.Crashed.Load() || (opts.CrashIf != nil && opts.CrashIf(PendingWrite{N: n, Cluster: cluster, Verb: verb, Obj: obj})) {
+			op.Crashed.Store(true)
 			crash()
 			return fmt.Errorf("operator crashed before write %d", n)
 		}
-		if opts.failIf != nil {
-			return opts.failIf(cluster, verb, obj)
+		if opts.FailIf != nil {
+			return opts.FailIf(cluster, verb, obj)
 		}
 		return nil
 	}
@@ -282,11 +285,11 @@ func (op *operator) intercept(c client.Client, cluster string, opts operatorOpti
 		if asksOnly(obj) {
 			return err
 		}
-		if err == nil && opts.onWrite != nil {
-			opts.onWrite(cluster, verb, obj)
+		if err == nil && opts.OnWrite != nil {
+			opts.OnWrite(cluster, verb, obj)
 		}
-		if err != nil && opts.onWriteError != nil && !op.crashed.Load() {
-			opts.onWriteError(cluster, verb, obj, err)
+		if err != nil && opts.OnWriteError != nil && !op.Crashed.Load() {
+			opts.OnWriteError(cluster, verb, obj, err)
 		}
 		return err
 	}
@@ -352,41 +355,41 @@ func asksOnly(obj client.Object) bool {
 	return false
 }
 
-// stop stops the operator and waits until it has.
-func (op *operator) stop() {
+// Stop stops the operator and waits until it has.
+func (op *Operator) Stop() {
 	op.cancel()
 	<-op.done
 }
 
 // newTargetSecret creates, in namespace ns of the source, a Secret holding
 // data under key.
-func newSecret(t *testing.T, ns, name string, data map[string][]byte) {
+func NewSecret(t *testing.T, ns, name string, data map[string][]byte) {
 	t.Helper()
-	ensureSetup(t)
+	EnsureSetup(t)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}
-	if err := k8s.Create(context.Background(), s); err != nil {
+	if err := Client.Create(context.Background(), s); err != nil {
 		t.Fatalf("creating Secret %s/%s: %v", ns, name, err)
 	}
 }
 
-// newMoveOperation creates a MoveOperation in ns of the source.
-func newMoveOperation(t *testing.T, ns, name string, spec movev1alpha1.MoveOperationSpec) *movev1alpha1.MoveOperation {
+// NewMoveOperation creates a MoveOperation in ns of the source.
+func NewMoveOperation(t *testing.T, ns, name string, spec movev1alpha1.MoveOperationSpec) *movev1alpha1.MoveOperation {
 	t.Helper()
-	ensureSetup(t)
+	EnsureSetup(t)
 	mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
-	if err := k8s.Create(context.Background(), mo); err != nil {
+	if err := Client.Create(context.Background(), mo); err != nil {
 		t.Fatalf("creating MoveOperation %s/%s: %v", ns, name, err)
 	}
-	t.Cleanup(func() { deleteMoveOperation(t, mo) })
+	t.Cleanup(func() { DeleteMoveOperation(t, mo) })
 	return mo
 }
 
-// deleteMoveOperation deletes a MoveOperation and waits until it is gone,
+// DeleteMoveOperation deletes a MoveOperation and waits until it is gone,
 // so that it no longer counts as active for the next test.
-func deleteMoveOperation(t *testing.T, mo *movev1alpha1.MoveOperation) {
+func DeleteMoveOperation(t *testing.T, mo *movev1alpha1.MoveOperation) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := k8s
+	c := Client
 	_ = c.Delete(ctx, mo)
 	err := waitFor(ctx, func() bool {
 		return c.Get(ctx, client.ObjectKeyFromObject(mo), &movev1alpha1.MoveOperation{}) != nil
@@ -413,10 +416,10 @@ func waitFor(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
-// get returns the MoveOperation as it is now.
-func get(g Gomega, mo *movev1alpha1.MoveOperation) *movev1alpha1.MoveOperation {
+// Get returns the MoveOperation as it is now.
+func Get(g Gomega, mo *movev1alpha1.MoveOperation) *movev1alpha1.MoveOperation {
 	got := &movev1alpha1.MoveOperation{}
-	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(mo), got)).To(Succeed())
+	g.Expect(Client.Get(context.Background(), client.ObjectKeyFromObject(mo), got)).To(Succeed())
 	return got
 }
 
@@ -428,16 +431,13 @@ func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption)
 	return nil, errors.New("watch is not supported by this test client")
 }
 
-// unstructuredObj adapts a map to what kstatus reads.
-type unstructuredObj = unstructured.Unstructured
-
-// whoAmI asks the cluster a kubeconfig reaches who it authenticates.
-func whoAmI(kubeconfig []byte) (string, error) {
+// WhoAmI asks the cluster a kubeconfig reaches who it authenticates.
+func WhoAmI(kubeconfig []byte) (string, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return "", err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme})
 	if err != nil {
 		return "", err
 	}

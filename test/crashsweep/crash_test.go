@@ -1,6 +1,6 @@
 //go:build cluster
 
-package controllers_test
+package crashsweep_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/test/fleet"
+	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -24,65 +25,65 @@ import (
 // uninterrupted move reaches: the fleet in the target exactly, nothing left
 // in the source but global objects, every controller and webhook as before,
 // nothing paused. Every write of every phase is a crash point
-// (see crashSections: run j crashes before the j-th write of each section);
+// (see movetest.CrashSections: run j crashes before the j-th write of each section);
 // each run gets a fleet of its own instead of new clusters. The move
 // carries the status (spec.objectStatusPolicy Carry), so that the status writes are
 // crash points too, and each copy must have its original's status.
 func TestTheMoveFinishesAfterACrashAtAnyWrite(t *testing.T) {
-	ensureSetup(t)
+	movetest.EnsureSetup(t)
 	began := time.Now()
 	sizes := runCrashPoint(t, 0, nil)
-	runs := longest(sizes)
-	t.Logf("an uninterrupted move made %d writes in %d sections: %v; %d runs crash before each", totalWrites(sizes), len(sizes), sizes, runs)
-	sweepRuns(t, "move crash sweep", sizes, began, func(t *testing.T, j int64) { runCrashPoint(t, j, sizes) })
+	runs := movetest.Longest(sizes)
+	t.Logf("an uninterrupted move made %d writes in %d sections: %v; %d runs crash before each", movetest.TotalWrites(sizes), len(sizes), sizes, runs)
+	movetest.SweepRuns(t, "move crash sweep", sizes, began, func(t *testing.T, j int64) { runCrashPoint(t, j, sizes) })
 }
 
 // runCrashPoint moves a fresh minimal fleet with operators that crash
 // before the j-th write of every section (never, for j = 0), each resumed by a
 // fresh one, checks the result and returns the writes of each section.
-func runCrashPoint(t *testing.T, j int64, reference []sectionSize) []sectionSize {
+func runCrashPoint(t *testing.T, j int64, reference []movetest.SectionSize) []movetest.SectionSize {
 	g := NewWithT(t)
-	within := runBound(reference)
+	within := movetest.RunBound(reference)
 	ctx, cancel := context.WithTimeout(context.Background(), within+time.Minute)
 	defer cancel()
 	name := fmt.Sprintf("crash%d-%s", j, rand.String(3))
 	// Every shape (classic, ClusterClass, ClusterClass in another
 	// namespace), each with a control plane, a MachineDeployment and a
 	// MachinePool; no workers, which would only repeat kinds.
-	f := createFleet(t, fleet.Options{Clusters: 3, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
-	stateBefore := stateOf(ctx, g)
-	before := inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...)
-	statusesBefore := statusesIn(ctx, g, env.Source, f.Namespaces)
-	ops := opsNamespace(t)
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 3, Workers: ptr.To(0), Namespaces: []string{name}, Name: name})
+	stateBefore := movetest.StateOf(ctx, g)
+	before := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Source, f.Namespaces), f.Namespaces...)
+	statusesBefore := statusesIn(ctx, g, movetest.Env.Source, f.Namespaces)
+	ops := movetest.OpsNamespace(t)
 
-	sections := newCrashSections(j, name, nil, reference)
-	op := startOperator(t, sections.options())
+	sections := movetest.NewCrashSections(j, name, nil, reference)
+	op := movetest.StartOperator(t, sections.Options())
 	// A fallback unlike any original count: a resumed move that lost track
 	// of a count and fell back would show in the controllers' replicas.
-	mo := newMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{
-		Target: targetRef("target"), Namespaces: f.Namespaces,
+	mo := movetest.NewMoveOperation(t, ops, "move", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: f.Namespaces,
 		Controllers:        movev1alpha1.ControllersSpec{FallbackReplicas: ptr.To[int32](3)},
 		ObjectStatusPolicy: movev1alpha1.ObjectStatusCarry,
 	})
-	resumer := startResumer(t, op, sections.options())
-	waitForPhase(t, mo, movev1alpha1.PhaseDone, within)
-	sections.logCrashes(t)
+	resumer := movetest.StartResumer(t, op, sections.Options())
+	movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, within)
+	sections.LogCrashes(t)
 
-	after := inNamespaces(take(ctx, g, env.Target, f.Namespaces), f.Namespaces...)
+	after := movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Target, f.Namespaces), f.Namespaces...)
 	if diff := snapshot.Diff(before, after); diff != "" {
 		t.Fatalf("the target differs from the source before the move:\n%s", diff)
 	}
-	g.Expect(statusesIn(ctx, g, env.Target, f.Namespaces)).To(Equal(statusesBefore), "every copy has its original's status")
-	g.Expect(inNamespaces(take(ctx, g, env.Source, f.Namespaces), f.Namespaces...).Objects).To(BeEmpty(), "the source keeps nothing of the moved namespace")
-	assertOwnersExist(ctx, g, env.Target.Client, f.Namespaces)
-	g.Expect(stateOf(ctx, g)).To(Equal(stateBefore), "controllers and webhooks must be as before")
-	assertNoMoveMarks(ctx, g, env.Target.Client, f.Namespaces)
-	assertNoMoveMarks(ctx, g, env.Source.Client, f.Namespaces)
+	g.Expect(statusesIn(ctx, g, movetest.Env.Target, f.Namespaces)).To(Equal(statusesBefore), "every copy has its original's status")
+	g.Expect(movetest.InNamespaces(movetest.Take(ctx, g, movetest.Env.Source, f.Namespaces), f.Namespaces...).Objects).To(BeEmpty(), "the source keeps nothing of the moved namespace")
+	movetest.AssertOwnersExist(ctx, g, movetest.Env.Target.Client, f.Namespaces)
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(stateBefore), "controllers and webhooks must be as before")
+	movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Target.Client, f.Namespaces)
+	movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Source.Client, f.Namespaces)
 
 	// Remove the MoveOperation while an operator still runs to release it.
-	deleteMoveOperation(t, mo)
-	resumer.stop()
-	return sections.sizes()
+	movetest.DeleteMoveOperation(t, mo)
+	resumer.Stop()
+	return sections.Sizes()
 }
 
 // statusesIn returns the status of every object of a cluster in the
@@ -93,7 +94,7 @@ func statusesIn(ctx context.Context, g Gomega, m *testenv.Management, namespaces
 	s, err := snapshot.Take(ctx, m.Client, snapshot.Options{Namespaces: namespaces, Status: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	out := map[snapshot.Key]any{}
-	for _, o := range inNamespaces(s, namespaces...).Objects {
+	for _, o := range movetest.InNamespaces(s, namespaces...).Objects {
 		// An empty status is as good as none: there is nothing to carry.
 		if status, ok := withoutObservedGenerations(o.Status).(map[string]any); ok && len(status) > 0 {
 			out[o.Key()] = status
