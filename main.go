@@ -36,6 +36,7 @@ import (
 	"github.com/move-operator/move-operator/internal/identity"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/remote"
+	archivecmd "github.com/move-operator/move-operator/internal/archive/command"
 	targetaccesscmd "github.com/move-operator/move-operator/internal/targetaccess/command"
 )
 
@@ -123,6 +124,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == targetaccesscmd.Name {
 		os.Exit(runTargetAccess(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == archivecmd.Name {
+		os.Exit(runArchive(os.Args[2:]))
+	}
 	var opts options
 	opts.bind(flag.CommandLine)
 	// No stack traces below panic: an error of a stuck move is one line with
@@ -151,6 +155,21 @@ func runTargetAccess(args []string) int {
 		return 2 // Run has said what is wrong, with the usage
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", targetaccesscmd.Name, err)
+	return 1
+}
+
+// runArchive runs the archive subcommand; it returns the exit code.
+func runArchive(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := archivecmd.Run(ctx, args, os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, archivecmd.ErrUsage):
+		return 2 // Run has said what is wrong, with the usage
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", archivecmd.Name, err)
 	return 1
 }
 
