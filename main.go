@@ -31,12 +31,12 @@ import (
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/controllers"
+	archivecmd "github.com/move-operator/move-operator/internal/archive/command"
 	"github.com/move-operator/move-operator/internal/claim"
 	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/identity"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/remote"
-	archivecmd "github.com/move-operator/move-operator/internal/archive/command"
 	targetaccesscmd "github.com/move-operator/move-operator/internal/targetaccess/command"
 )
 
