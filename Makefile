@@ -29,7 +29,7 @@ TEST_ARGS ?= ./test/livecontrollers ./test/crashsweep ./controllers ./test/recov
 # waiting on their clusters, so more packages run at once than there are
 # CPUs; on a machine busy with other work, TEST_PARALLEL=2 keeps the tests'
 # own time bounds (the crash sweep's per run) from being starved.
-TEST_PARALLEL ?= 6
+TEST_PARALLEL ?= 3
 TEST_TIMEOUT ?= 60m
 # Test files that need local clusters carry the build tag "cluster": plain
 # `go test ./...` runs every other test, with nothing but Go, in minutes;

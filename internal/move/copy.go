@@ -25,7 +25,9 @@ import (
 // (sources.go) and the copy of a status (status.go); all of them know the
 // copies' UIDs through targetUIDs (uids.go), which calls none of them.
 type Copier struct {
-	source, target client.Client
+	// source is only read: a cluster, or an archive a restore reads.
+	source client.Reader
+	target client.Client
 	plan           *graph.Plan
 	operation      string
 	opts           Options
@@ -59,7 +61,7 @@ type Copier struct {
 // NewCopier returns a Copier of the plan's objects from source to target for
 // the operation with the given UID. Its writes in the target are the
 // operation's field manager's (FieldOwner).
-func NewCopier(source, target client.Client, plan *graph.Plan, operation string, opts Options) *Copier {
+func NewCopier(source client.Reader, target client.Client, plan *graph.Plan, operation string, opts Options) *Copier {
 	target = client.WithFieldOwner(target, FieldOwner(operation))
 	return &Copier{
 		source: source, target: target, plan: plan, operation: operation, opts: opts,
