@@ -34,6 +34,12 @@ type Index struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 	// ClusterSelector is the Cluster selector the backup took, as a string.
 	ClusterSelector string `json:"clusterSelector,omitempty"`
+	// PausedBy is the operation that paused the archived Clusters and
+	// ClusterClasses before they were read (their paused-by annotation):
+	// a restore resumes what it paused, and nothing a user had paused.
+	// Empty for a directory clusterctl wrote, whose restore resumes every
+	// paused Cluster and ClusterClass, as clusterctl's does.
+	PausedBy string `json:"pausedBy,omitempty"`
 	// Groups is how many creation groups the objects fill.
 	Groups int `json:"groups"`
 	// Objects are the archive's objects, in the order they were written.

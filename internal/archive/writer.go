@@ -91,7 +91,7 @@ func (w *Writer) Add(group int, obj *unstructured.Unstructured) error {
 // return nil is not one: a reader refuses it.
 func (w *Writer) Close(about Index) error {
 	ix := w.index
-	ix.Source, ix.Namespaces, ix.ClusterSelector = about.Source, about.Namespaces, about.ClusterSelector
+	ix.Source, ix.Namespaces, ix.ClusterSelector, ix.PausedBy = about.Source, about.Namespaces, about.ClusterSelector, about.PausedBy
 	data, err := json.MarshalIndent(ix, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the archive's index: %w", err)

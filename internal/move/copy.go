@@ -26,11 +26,11 @@ import (
 // copies' UIDs through targetUIDs (uids.go), which calls none of them.
 type Copier struct {
 	// source is only read: a cluster, or an archive a restore reads.
-	source client.Reader
-	target client.Client
-	plan           *graph.Plan
-	operation      string
-	opts           Options
+	source    client.Reader
+	target    client.Client
+	plan      *graph.Plan
+	operation string
+	opts      Options
 	// uids maps the source UID of a moved object to its UID in the
 	// target, and knows this operation's recorded copies.
 	uids *targetUIDs

@@ -28,6 +28,12 @@ func isOurCopy(existing metav1.Object, operation string, copies map[types.UID]bo
 	return hasManager(existing, FieldOwner(operation)) || copies[existing.GetUID()]
 }
 
+// IsCopyOf reports whether existing is a copy the operation made, as the
+// Copier tells its own copies from what was there before (see isOurCopy).
+func IsCopyOf(existing metav1.Object, operation string, copies map[types.UID]bool) bool {
+	return isOurCopy(existing, operation, copies)
+}
+
 func hasManager(obj metav1.Object, manager string) bool {
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager == manager {

@@ -1,0 +1,249 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/move-operator/move-operator/internal/archive"
+	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/move"
+	"github.com/move-operator/move-operator/internal/planner"
+	"github.com/move-operator/move-operator/internal/preflight"
+	"github.com/move-operator/move-operator/internal/remote"
+)
+
+// Why a restore refuses to start. Each error wraps one of them, with a
+// message that names the objects and says what to do; none is returned
+// after the restore wrote anything.
+var (
+	// ErrNotServed: the cluster does not serve a kind, at the version the
+	// archive holds it in.
+	ErrNotServed = errors.New("the cluster does not serve every kind the archive holds")
+	// ErrNotRestorable: the plan read from the archive leaves some of its
+	// objects out (their owners are not in the archive, say).
+	ErrNotRestorable = errors.New("the archive holds objects a restore would leave out")
+	// ErrInTheWay: the cluster holds objects under the names of archived
+	// ones that the restore did not create.
+	ErrInTheWay = errors.New("the cluster holds objects under the names of archived ones")
+)
+
+// Restore restores an archive into a cluster: the archive is the source of
+// the move's plan and copy, the cluster its target.
+type Restore struct {
+	Archive *archive.Archive
+	Target  client.Client
+	// Operation identifies the restore: the field manager of its writes,
+	// and the pauses it resumes in an archive clusterctl wrote.
+	Operation string
+	Options   move.Options
+	// Copies are the copies (target UIDs) an earlier run of this restore
+	// recorded through OnCopied: a run after a crash knows them as its own.
+	Copies map[types.UID]bool
+	// OnCopied records the copies of a group before their managed fields
+	// are restored (see move.Copier.OnCopied); nil records nothing, and a
+	// run after a crash then finds finished copies in its way.
+	OnCopied func(ctx context.Context, group int, uids []types.UID) error
+}
+
+// Run restores the archive: Plan, Check, every group copied in creation
+// order, then Resume. Run again after a crash, with the same Operation and
+// the Copies recorded, it finishes what the crashed run began. What stops
+// and starts the target's controllers around it is the caller's.
+func (r *Restore) Run(ctx context.Context, kinds *graph.Types) (*graph.Plan, error) {
+	p, err := r.Plan(ctx, kinds)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Check(ctx, p); err != nil {
+		return nil, err
+	}
+	c := r.Copier(p)
+	for group := range p.Groups {
+		if _, err := c.CopyGroup(ctx, group); err != nil {
+			return p, fmt.Errorf("restoring: %w", err)
+		}
+	}
+	if _, err := r.Resume(ctx, kinds); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// Plan plans the archive's objects as a move plans its source's, with the
+// kinds the target moves (graph.DiscoverTypes of the target), and checks
+// that the plan restores every object the archive holds and that the
+// target serves each at the version the archive holds it in.
+func (r *Restore) Plan(ctx context.Context, kinds *graph.Types) (*graph.Plan, error) {
+	if err := r.checkServed(kinds); err != nil {
+		return nil, err
+	}
+	src := planner.Source{Reader: r.source()}
+	p, err := src.Plan(ctx, r.selection(), kinds)
+	if err != nil {
+		return nil, fmt.Errorf("planning the restore: %w", err)
+	}
+	if err := r.checkComplete(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Check finds what stands in the restore's way in the target: objects
+// under the names of archived ones that neither a global object found as
+// it is nor an earlier copy of this restore explains. It runs before the
+// restore writes anything.
+func (r *Restore) Check(ctx context.Context, p *graph.Plan) error {
+	targetID, err := remote.ClusterID(ctx, r.Target)
+	if err != nil {
+		return fmt.Errorf("checking the cluster to restore into: %w", err)
+	}
+	in, err := preflight.CheckTarget(ctx, r.source(), r.Target, targetID, p)
+	if err != nil {
+		return fmt.Errorf("checking the cluster to restore into: %w", err)
+	}
+	var inTheWay []graph.ObjectRef
+	for _, ref := range in.Conflicts {
+		ours, err := r.isOurs(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if !ours {
+			inTheWay = append(inTheWay, ref)
+		}
+	}
+	if len(inTheWay) > 0 {
+		return fmt.Errorf("%w: %s; restore into a cluster that does not hold them (delete them, or restore into a new cluster)", ErrInTheWay, preflight.JoinRefs(inTheWay))
+	}
+	return nil
+}
+
+// isOurs reports whether the target's object under ref's name is this
+// restore's copy, made before a crash.
+func (r *Restore) isOurs(ctx context.Context, ref graph.ObjectRef) (bool, error) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(ref.GVK)
+	if err := r.Target.Get(ctx, ref.Key(), obj); err != nil {
+		return false, fmt.Errorf("reading %s in the cluster to restore into: %w", ref, err)
+	}
+	return move.IsCopyOf(obj, r.Operation, r.Copies), nil
+}
+
+// Copier returns the move's Copier of the plan from the archive into the
+// target, statuses carried: a restore brings back what the providers keep
+// in status (a host's provisioning state), so that nothing provisions
+// again.
+func (r *Restore) Copier(p *graph.Plan) *move.Copier {
+	c := move.NewCopier(r.source(), r.Target, p, r.Operation, r.Options).
+		CarryStatus(move.StatusSubresources(p.Types())).
+		WithCopies(r.Copies)
+	if r.OnCopied != nil {
+		c = c.OnCopied(r.OnCopied)
+	}
+	return c
+}
+
+// Resume resumes, in the target, the Clusters and ClusterClasses the
+// backup paused (see archive.Index.PausedBy), and no other. It returns how
+// many it resumed.
+func (r *Restore) Resume(ctx context.Context, kinds *graph.Types) (int, error) {
+	n, err := move.Unpause(ctx, r.Target, kinds, r.pausedBy(), r.Options)
+	if err != nil {
+		return n, fmt.Errorf("resuming the restored Clusters: %w", err)
+	}
+	return n, nil
+}
+
+// pausedBy is the operation whose pauses the restored objects carry.
+func (r *Restore) pausedBy() string {
+	if by := r.Archive.Index.PausedBy; by != "" {
+		return by
+	}
+	return r.Operation
+}
+
+// source is the archive as the restore's source. An archive clusterctl
+// wrote names no operation that paused it: its paused Clusters and
+// ClusterClasses are read as paused by this restore, so that Resume
+// resumes them, as clusterctl's own restore does.
+func (r *Restore) source() client.Reader {
+	if r.Archive.Index.PausedBy != "" {
+		return r.Archive.Reader()
+	}
+	return pausedAs{Reader: r.Archive.Reader(), operation: r.Operation}
+}
+
+// selection is what the restore plans: every namespace the archive holds
+// objects in or names. The archive holds what its backup's selection
+// took, global objects and their credentials included, so the Cluster
+// selector is not applied again.
+func (r *Restore) selection() planner.Selection {
+	ix := r.Archive.Index
+	namespaces := slices.Clone(ix.Namespaces)
+	for _, e := range ix.Objects {
+		if e.Namespace != "" && !slices.Contains(namespaces, e.Namespace) {
+			namespaces = append(namespaces, e.Namespace)
+		}
+	}
+	sort.Strings(namespaces)
+	return planner.Selection{Namespaces: namespaces}
+}
+
+// checkServed fails, naming them, for the archived kinds the target does
+// not move or does not serve at the archived version.
+func (r *Restore) checkServed(kinds *graph.Types) error {
+	missing := map[string]int{}
+	mapper := r.Target.RESTMapper()
+	for _, e := range r.Archive.Index.Objects {
+		gvk := e.GroupVersionKind()
+		if _, moved := kinds.Lookup(gvk.GroupKind()); moved {
+			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+				continue
+			}
+		}
+		missing[graph.KindString(gvk.GroupKind())+" "+gvk.Version]++
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var named []string
+	for kind, n := range missing {
+		named = append(named, fmt.Sprintf("%s (%d)", kind, n))
+	}
+	sort.Strings(named)
+	return fmt.Errorf("%w: %s; install the providers the backed-up cluster ran (clusterctl init), at versions that serve these, then restore again", ErrNotServed, strings.Join(named, ", "))
+}
+
+// checkComplete fails, naming them and why, for the archived objects the
+// plan leaves out.
+func (r *Restore) checkComplete(p *graph.Plan) error {
+	why := map[types.UID]string{}
+	for _, x := range p.Excluded {
+		why[x.UID] = x.Message
+	}
+	var left []string
+	for _, e := range r.Archive.Index.Objects {
+		if _, ok := p.Object(e.UID); ok {
+			continue
+		}
+		if w := why[e.UID]; w != "" {
+			left = append(left, e.String()+" ("+w+")")
+		} else {
+			left = append(left, e.String())
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	if len(left) > 10 {
+		left = append(left[:10], fmt.Sprintf("and %d more", len(left)-10))
+	}
+	return fmt.Errorf("%w: %s; restore an archive a backup wrote whole", ErrNotRestorable, strings.Join(left, "; "))
+}
