@@ -110,7 +110,15 @@ func (f *testFleet) owns(namespace, name string) bool {
 // snapshot captures the fleet's objects in a cluster.
 func (f *testFleet) snapshot(t *testing.T, ctx context.Context, c client.Reader) *snapshot.Snapshot {
 	t.Helper()
-	s, err := snapshot.Take(ctx, c, snapshot.Options{Namespaces: f.Namespaces, UpdateManagers: true})
+	return f.take(t, ctx, c, snapshot.Options{UpdateManagers: true})
+}
+
+// take captures the fleet's objects in a cluster with the given options,
+// in the fleet's namespaces.
+func (f *testFleet) take(t *testing.T, ctx context.Context, c client.Reader, opts snapshot.Options) *snapshot.Snapshot {
+	t.Helper()
+	opts.Namespaces = f.Namespaces
+	s, err := snapshot.Take(ctx, c, opts)
 	if err != nil {
 		t.Fatalf("taking a snapshot: %v", err)
 	}
