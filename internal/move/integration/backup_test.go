@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"filippo.io/age"
+	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +33,7 @@ import (
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/planner"
 	clusterctltest "github.com/move-operator/move-operator/test/mover"
+	"github.com/move-operator/move-operator/test/registry"
 	"github.com/move-operator/move-operator/test/snapshot"
 )
 
@@ -61,6 +64,21 @@ func backUp(t *testing.T, ctx context.Context, m *mover, store backupstore.Store
 	return stored
 }
 
+// startRegistry starts a registry with credentials; its first start on a
+// machine builds it, which takes minutes of its own, outside the test's
+// time bound.
+func startRegistry(t *testing.T) *registry.Registry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	reg, err := registry.Start(ctx, t.TempDir(), registry.Options{User: "backup", Password: "s3cret"})
+	if err != nil {
+		t.Fatalf("starting a registry: %v", err)
+	}
+	t.Cleanup(reg.Stop)
+	return reg
+}
+
 // openArchive reads a stored archive back, as a restore does.
 func openArchive(t *testing.T, ctx context.Context, store backupstore.Store, ref string, ids ...age.Identity) *archive.Archive {
 	t.Helper()
@@ -74,6 +92,20 @@ func openArchive(t *testing.T, ctx context.Context, store backupstore.Store, ref
 		t.Fatalf("reading the archive: %v", err)
 	}
 	return a
+}
+
+func readAll(t *testing.T, ctx context.Context, store backupstore.Store, ref string) []byte {
+	t.Helper()
+	rc, err := store.Open(ctx, ref)
+	if err != nil {
+		t.Fatalf("opening the archive: %v", err)
+	}
+	defer rc.Close()
+	raw, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("reading the archive: %v", err)
+	}
+	return raw
 }
 
 // newRestore returns a restore of a into the target that records its
@@ -130,7 +162,8 @@ func pausedOnce(s *snapshot.Snapshot) *snapshot.Snapshot {
 	return s
 }
 
-func TestABackupRestoresIntoAnotherClusterAsTheSourceWasAfterACrashAtAnyPoint(t *testing.T) {
+func TestABackupInARegistryRestoresIntoAnotherClusterAsTheSourceWasAfterCrashes(t *testing.T) {
+	reg := startRegistry(t)
 	ctx := testContext(t)
 	f := createFleet(t, ctx, 3)
 	m := newMover(t, f.Namespaces, nil)
@@ -140,8 +173,14 @@ func TestABackupRestoresIntoAnotherClusterAsTheSourceWasAfterACrashAtAnyPoint(t 
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := backupstore.Directory{Path: t.TempDir()}
+	// A real registry (CNCF Distribution) with credentials; the restore
+	// reads the archive by the location the push returned, pinned by
+	// digest.
+	store := backupstore.OCI{Repository: reg.Host + "/fleet/backups", Auth: &authn.Basic{Username: "backup", Password: "s3cret"}}
 	stored := backUp(t, ctx, m, store, id.Recipient())
+	if !strings.HasSuffix(stored.Location, "@"+stored.Digest) {
+		t.Errorf("the backup is at %s, not pinned by its digest %s", stored.Location, stored.Digest)
+	}
 
 	t.Run("the backup leaves the source as it was", func(t *testing.T) {
 		if d := snapshot.Diff(before, f.take(t, ctx, m.source, withStatus)); d != "" {
@@ -152,8 +191,8 @@ func TestABackupRestoresIntoAnotherClusterAsTheSourceWasAfterACrashAtAnyPoint(t 
 	if !a.Encrypted {
 		t.Errorf("the archive was written in the clear; a backup is encrypted to the recipients it is given")
 	}
-	if raw, err := os.ReadFile(stored.Location); err != nil || bytes.Contains(raw, []byte(f.Namespaces[0])) {
-		t.Errorf("the stored archive names the fleet's namespace %s in the clear (read error %v)", f.Namespaces[0], err)
+	if raw := readAll(t, ctx, store, stored.Location); bytes.Contains(raw, []byte(f.Namespaces[0])) {
+		t.Errorf("the stored archive names the fleet's namespace %s in the clear", f.Namespaces[0])
 	}
 
 	kinds := targetKinds(t, ctx, m.target)
