@@ -108,8 +108,12 @@ func TestAProvidersControllersStopAtZeroAndStartAgainAtOne(t *testing.T) {
 				g.Expect(m.Client.List(ctx, pods, client.InNamespace(p.Namespace), client.MatchingLabels{capiprovider.ProviderLabel: p.Name})).To(Succeed())
 				return pods.Items
 			}, 20*time.Second).Should(BeEmpty())
+			// A write the stopped process still tried (its event
+			// broadcaster flushing, late under load) is refused on the
+			// way and never reaches the API server: only the others
+			// count.
 			for _, w := range m.CAPI.Writes() {
-				if w.Provider == p.Name && w.Time.After(last.Stopped) {
+				if w.Provider == p.Name && w.Time.After(last.Stopped) && !w.Refused {
 					t.Errorf("%s wrote after its controllers stopped: %s", p.Name, w)
 				}
 			}
