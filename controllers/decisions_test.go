@@ -136,7 +136,7 @@ func TestCopyingRollsBackAtOnceWhenTheTargetOrTheSourceChangedUnderIt(t *testing
 				return nil
 			})
 		},
-		want:      expectation{kind: outcomeFail, reason: movev1alpha1.ReasonCreatorNotAllowed, says: []string{`creator "alice" may not get secrets in namespace fleet`, "asked again of the source as Copying found it", "nothing was copied"}},
+		want:      expectation{kind: outcomeFail, reason: movev1alpha1.ReasonCreatorNotAllowed, says: []string{`creator "alice" may not get secrets c1-kubeconfig in namespace fleet`, "asked again of the source as Copying found it", "nothing was copied"}},
 		untouched: &theCluster,
 	}, {
 		name: "the admission policy that vouches for the creator, deleted since the move validated, fails the move, and nothing is recorded",
