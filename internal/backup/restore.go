@@ -161,6 +161,20 @@ func (r *Restore) Resume(ctx context.Context, kinds *graph.Types) (int, error) {
 	return n, nil
 }
 
+// Undo deletes from the target what the restore created there, in the
+// reverse of the creation order, namespaces last: the way back for a
+// restore that failed before its end, which leaves the cluster as it found
+// it. Objects the cluster held before the restore (global objects used as
+// found among them) are left alone. Copies must hold every copy OnCopied
+// recorded. It returns how many objects and namespaces it deleted.
+func (r *Restore) Undo(ctx context.Context, p *graph.Plan) (int, error) {
+	n, err := move.Rollback(ctx, r.Target, p.Types(), p, r.Operation, r.Copies, r.Options)
+	if err != nil {
+		return n, fmt.Errorf("undoing the restore: %w", err)
+	}
+	return n, nil
+}
+
 // pausedBy is the operation whose pauses the restored objects carry.
 func (r *Restore) pausedBy() string {
 	if by := r.Archive.Index.PausedBy; by != "" {

@@ -32,6 +32,7 @@ import (
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/move"
 	"github.com/move-operator/move-operator/internal/planner"
+	"github.com/move-operator/move-operator/test/fleet"
 	clusterctltest "github.com/move-operator/move-operator/test/mover"
 	"github.com/move-operator/move-operator/test/registry"
 	"github.com/move-operator/move-operator/test/snapshot"
@@ -313,6 +314,55 @@ func TestARestoreRefusesObjectsInItsWayBeforeItWritesAnything(t *testing.T) {
 	}
 	if d := snapshot.Diff(targetBefore, f.take(t, ctx, m.target, withStatus)); d != "" {
 		t.Errorf("the refused restore wrote into the cluster (-before +after):\n%s", d)
+	}
+}
+
+func TestARestoreThatFailedHalfwayIsUndoneToWhatTheClusterHeld(t *testing.T) {
+	ctx := testContext(t)
+	f := createFleet(t, ctx, 2)
+	m := newMover(t, f.Namespaces, nil)
+	store := backupstore.Directory{Path: t.TempDir()}
+	a := openArchive(t, ctx, store, backUp(t, ctx, m, store, nil).Location)
+	kinds := targetKinds(t, ctx, m.target)
+	// The target held one of the fleet's namespaces already, with
+	// something of its own in it.
+	theirs := configMap(f.Namespaces[1], "theirs")
+	create(t, ctx, m.target, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespaces[1]}}, theirs)
+
+	op := operation()
+	_, err := newRestore(a, failAfter(watchable(t, env.Target.Config), int32(len(a.Index.Objects)/2), "create"), op).Run(ctx, kinds)
+	if !errorContains(err, "injected crash") {
+		t.Fatalf("the restore interrupted halfway returned %v", err)
+	}
+	r := newRestore(a, m.target, op)
+	p, err := r.Plan(ctx, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.Undo(ctx, p)
+	if err != nil || n == 0 {
+		t.Fatalf("Undo: %d deleted, %v; want what the restore created", n, err)
+	}
+	left := f.take(t, ctx, m.target, snapshot.Options{})
+	for _, o := range left.Objects {
+		if o.Namespace == "" || o.Namespace == fleet.ProviderNamespace {
+			continue // global objects: in the target before the restore
+		}
+		if o.Namespace != theirs.GetNamespace() || o.Name != theirs.GetName() {
+			t.Errorf("%s is left in the target after the restore was undone", o.Key())
+		}
+	}
+	if _, err := get(ctx, m.target, configMapGVK, theirs.GetNamespace(), theirs.GetName()); err != nil {
+		t.Errorf("the undo took what the cluster held before the restore: %v", err)
+	}
+	for _, ns := range f.Namespaces {
+		got, err := get(ctx, m.target, namespaceGVK, "", ns)
+		switch {
+		case ns == theirs.GetNamespace() && (err != nil || got.GetDeletionTimestamp() != nil):
+			t.Errorf("namespace %s, which the cluster held before the restore, is deleted (%v)", ns, err)
+		case ns != theirs.GetNamespace() && err == nil && got.GetDeletionTimestamp() == nil:
+			t.Errorf("namespace %s, which the restore created, survived its undo", ns)
+		}
 	}
 }
 
