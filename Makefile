@@ -26,9 +26,10 @@ TEST_ARGS ?= ./test/livecontrollers ./test/crashsweep ./controllers ./test/recov
 # How many packages go test builds and runs at once (its -p; default the
 # number of CPUs: on CI's 2, the long packages above held both slots while
 # every other package waited). The cluster tests spend part of their time
-# waiting on their clusters, so more packages run at once than there are
-# CPUs; on a machine busy with other work, TEST_PARALLEL=2 keeps the tests'
-# own time bounds (the crash sweep's per run) from being starved.
+# waiting on their clusters, so one more package runs than there are CPUs;
+# six at once on two CPUs starved the clusters' webhooks past their
+# timeouts. On a machine busy with other work, TEST_PARALLEL=2 keeps the
+# tests' own time bounds (the crash sweep's per run) from being starved.
 TEST_PARALLEL ?= 3
 TEST_TIMEOUT ?= 60m
 # Test files that need local clusters carry the build tag "cluster": plain
