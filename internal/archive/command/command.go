@@ -205,6 +205,7 @@ func inspect(w io.Writer, ref, digest string, a *archive.Archive) error {
 	row("Source cluster", orNone(string(ix.Source), "unknown"))
 	row("Namespaces", orNone(strings.Join(ix.Namespaces, ", "), "every namespace"))
 	row("Cluster selector", orNone(ix.ClusterSelector, "every Cluster"))
+	row("Paused by", orNone(ix.PausedBy, "not named: a restore resumes every paused Cluster and ClusterClass"))
 	row("Objects", fmt.Sprintf("%d in %d creation groups", len(ix.Objects), ix.Groups))
 	kinds := ix.Kinds()
 	names := make([]string, 0, len(kinds))

@@ -51,7 +51,7 @@ func writeArchive(t *testing.T) (path, keyFile string) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(archive.Index{Source: "source-uid", Namespaces: []string{"fleet"}}); err != nil {
+	if err := w.Close(archive.Index{Source: "source-uid", Namespaces: []string{"fleet"}, PausedBy: "backup-uid"}); err != nil {
 		t.Fatal(err)
 	}
 	path = filepath.Join(dir, "backup.tar.age")
@@ -82,7 +82,7 @@ func TestArchiveListsInspectsAndDecryptsOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Encrypted:", "true", "source-uid", "2 in 2 creation groups", "Secret", "SHA-256:", "sha256:"} {
+	for _, want := range []string{"Encrypted:", "true", "source-uid", "2 in 2 creation groups", "Secret", "SHA-256:", "sha256:", "Paused by:", "backup-uid"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect does not show %q:\n%s", want, out)
 		}
