@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -211,28 +212,41 @@ func (r *Restore) selection() planner.Selection {
 }
 
 // checkServed fails, naming them, for the archived kinds the target does
-// not move or does not serve at the archived version.
+// not move or does not serve at the archived version. Each kind and
+// version is asked once, however many objects the archive holds of it.
 func (r *Restore) checkServed(kinds *graph.Types) error {
-	missing := map[string]int{}
-	mapper := r.Target.RESTMapper()
+	counts := map[schema.GroupVersionKind]int{}
 	for _, e := range r.Archive.Index.Objects {
-		gvk := e.GroupVersionKind()
+		counts[e.GroupVersionKind()]++
+	}
+	mapper := r.Target.RESTMapper()
+	var missing []string
+	for gvk, n := range counts {
 		if _, moved := kinds.Lookup(gvk.GroupKind()); moved {
 			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
 				continue
 			}
 		}
-		missing[graph.KindString(gvk.GroupKind())+" "+gvk.Version]++
+		missing = append(missing, fmt.Sprintf("%s %s (%d)", graph.KindString(gvk.GroupKind()), gvk.Version, n))
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	var named []string
-	for kind, n := range missing {
-		named = append(named, fmt.Sprintf("%s (%d)", kind, n))
+	sort.Strings(missing)
+	return fmt.Errorf("%w: %s; install the providers the backed-up cluster ran (clusterctl init), at versions that serve these, then restore again", ErrNotServed, strings.Join(missing, ", "))
+}
+
+// leftOut is an archived object the plan leaves out, and why.
+type leftOut struct {
+	entry archive.Entry
+	why   string
+}
+
+func (l leftOut) String() string {
+	if l.why == "" {
+		return l.entry.String()
 	}
-	sort.Strings(named)
-	return fmt.Errorf("%w: %s; install the providers the backed-up cluster ran (clusterctl init), at versions that serve these, then restore again", ErrNotServed, strings.Join(named, ", "))
+	return l.entry.String() + " (" + l.why + ")"
 }
 
 // checkComplete fails, naming them and why, for the archived objects the
@@ -242,22 +256,14 @@ func (r *Restore) checkComplete(p *graph.Plan) error {
 	for _, x := range p.Excluded {
 		why[x.UID] = x.Message
 	}
-	var left []string
+	var left []leftOut
 	for _, e := range r.Archive.Index.Objects {
-		if _, ok := p.Object(e.UID); ok {
-			continue
-		}
-		if w := why[e.UID]; w != "" {
-			left = append(left, e.String()+" ("+w+")")
-		} else {
-			left = append(left, e.String())
+		if _, ok := p.Object(e.UID); !ok {
+			left = append(left, leftOut{entry: e, why: why[e.UID]})
 		}
 	}
 	if len(left) == 0 {
 		return nil
 	}
-	if len(left) > 10 {
-		left = append(left[:10], fmt.Sprintf("and %d more", len(left)-10))
-	}
-	return fmt.Errorf("%w: %s; restore an archive a backup wrote whole", ErrNotRestorable, strings.Join(left, "; "))
+	return fmt.Errorf("%w: %s; restore an archive a backup wrote whole", ErrNotRestorable, graph.JoinFirstTen(left, "; "))
 }

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +31,11 @@ type About struct {
 // with the fleet. An error leaves w unclosed, which no reader accepts as an
 // archive.
 func Write(ctx context.Context, source client.Reader, p *graph.Plan, w *archive.Writer, about About) error {
+	if about.PausedBy == "" {
+		// An index that names no pause is read as clusterctl's, whose
+		// restore resumes every paused Cluster, a user's pauses too.
+		return errors.New("backing up: the operation that paused the plan's Clusters is not named; pause them (move.Pause) and name the operation in About.PausedBy")
+	}
 	for group := range p.Groups {
 		err := move.ReadGroup(ctx, source, p, group, func(_ *graph.Object, obj *unstructured.Unstructured) error {
 			return w.Add(group, obj)

@@ -194,7 +194,7 @@ func (c *Copier) createInTarget(ctx context.Context, o *graph.Object, obj *unstr
 func (c *Copier) isOurs(existing metav1.Object) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return isOurCopy(existing, c.operation, c.uids.copies) || c.recorded[existing.GetUID()]
+	return IsCopyOf(existing, c.operation, c.uids.copies) || c.recorded[existing.GetUID()]
 }
 
 // isEarlierCopy reports whether the object found in the target is the copy

@@ -410,8 +410,8 @@ func TestIsOurCopy(t *testing.T) {
 		{"no managed fields at all", &metav1.ObjectMeta{UID: "bare"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := isOurCopy(tc.existing, "op-1", recorded); got != tc.want {
-				t.Errorf("isOurCopy = %t, want %t", got, tc.want)
+			if got := IsCopyOf(tc.existing, "op-1", recorded); got != tc.want {
+				t.Errorf("IsCopyOf = %t, want %t", got, tc.want)
 			}
 		})
 	}

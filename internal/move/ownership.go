@@ -18,20 +18,14 @@ func FieldOwner(operation string) string {
 	return "move.cluster.x-k8s.io/" + operation
 }
 
-// isOurCopy reports whether existing, found in the target under the name of
+// IsCopyOf reports whether existing, found in the target under the name of
 // a moved object, is a copy this operation made, without any mark written
 // on it for the purpose: it holds an entry of the operation's field manager
 // (its managed fields are not restored yet), or its UID is among the copies
 // the operation recorded (see Copier.OnCopied), which it does before it
 // restores them. Anything else was there before, or made by somebody else.
-func isOurCopy(existing metav1.Object, operation string, copies map[types.UID]bool) bool {
-	return hasManager(existing, FieldOwner(operation)) || copies[existing.GetUID()]
-}
-
-// IsCopyOf reports whether existing is a copy the operation made, as the
-// Copier tells its own copies from what was there before (see isOurCopy).
 func IsCopyOf(existing metav1.Object, operation string, copies map[types.UID]bool) bool {
-	return isOurCopy(existing, operation, copies)
+	return hasManager(existing, FieldOwner(operation)) || copies[existing.GetUID()]
 }
 
 func hasManager(obj metav1.Object, manager string) bool {

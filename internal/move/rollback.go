@@ -14,7 +14,7 @@ import (
 
 // Rollback deletes from the target everything this operation created there
 // for the plan: each object of the plan that is this operation's copy
-// (isOurCopy, with the copies it recorded), then the namespaces the
+// (IsCopyOf, with the copies it recorded), then the namespaces the
 // operation created (unless objects it did not create have appeared in
 // them). Objects the target had when the plan was recorded, objects created
 // there by anyone else, and copies an earlier move made are left alone.
@@ -89,7 +89,7 @@ func ownCopy(ctx context.Context, target client.Reader, o *graph.Object, operati
 		}
 		return graph.ObjectRef{}, false, fmt.Errorf("reading %s in the target: %w", o.ObjectRef, err)
 	}
-	if !isOurCopy(copied, operation, copies) {
+	if !IsCopyOf(copied, operation, copies) {
 		return graph.ObjectRef{}, false, nil
 	}
 	return graph.ObjectRef{GVK: o.GVK, Namespace: o.Namespace, Name: o.Name, UID: copied.GetUID()}, true, nil

@@ -70,7 +70,7 @@ func (u *targetUIDs) of(ctx context.Context, owner *graph.Object) (types.UID, er
 		}
 		return "", fmt.Errorf("reading its owner %s in the target: %w", owner.ObjectRef, err)
 	}
-	if !owner.Global && !owner.InGlobalHierarchy && !owner.FoundInTarget && !isOurCopy(obj, u.operation, u.copies) {
+	if !owner.Global && !owner.InGlobalHierarchy && !owner.FoundInTarget && !IsCopyOf(obj, u.operation, u.copies) {
 		return "", &ConflictError{Object: owner.ObjectRef}
 	}
 	u.record(owner.UID, obj.GetUID())

@@ -78,6 +78,9 @@ func TestArchiveListsInspectsAndDecryptsOffline(t *testing.T) {
 			t.Errorf("list does not show %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "c2VjcmV0") {
+		t.Error("list prints a Secret's data")
+	}
 	out, _, err = run("inspect", "--identity", keyFile, path)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +100,11 @@ func TestArchiveListsInspectsAndDecryptsOffline(t *testing.T) {
 	secret, err := os.ReadFile(filepath.Join(dir, "objects", "Secret_fleet_one-kubeconfig.yaml"))
 	if err != nil || !bytes.Contains(secret, []byte("c2VjcmV0LWRhdGE=")) {
 		t.Errorf("decrypt wrote the Secret as %s (%v)", secret, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "objects", "Secret_fleet_one-kubeconfig.yaml")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("decrypt wrote the Secret's file with mode %v, want 0600: it holds the Secret's data in the clear", fi.Mode().Perm())
 	}
 	if out, _, err := run("list", dir); err != nil || !strings.Contains(out, "one-kubeconfig") {
 		t.Errorf("list of the decrypted directory: %v\n%s", err, out)
