@@ -69,6 +69,8 @@ type options struct {
 	claimNamespace          string
 	pprofAddr               string
 	creatorPolicy           string
+	archiveDirectory        string
+	spoolDirectory          string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -107,6 +109,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Address to serve Go's profiles on (/debug/pprof/), to see where a large move's memory goes; empty disables it. Unauthenticated: bind it to loopback.")
 	fs.StringVar(&o.creatorPolicy, "creator-policy", creator.PolicyName,
 		"ValidatingAdmissionPolicy that admits a MoveOperation only if its creator may do what it moves; a move starts only when it is installed as shipped, older than the MoveOperation, and bound with Deny (docs/access.md).")
+	fs.StringVar(&o.archiveDirectory, "archive-directory", "",
+		"Directory that backups to spec.target.archive.directory write to: a volume (a PersistentVolumeClaim) mounted in the operator's Pod. Empty refuses such backups.")
+	fs.StringVar(&o.spoolDirectory, "spool-directory", "",
+		"Directory an archive is written to before it is pushed to a registry; defaults to the system's temporary directory (an emptyDir at /tmp in the shipped Deployment).")
 	fs.StringVar(&o.operatorDeployment, "operator-deployment", "",
 		"namespace/name of the operator's own Deployment, never scaled down even when it matches the controllers selector.")
 }
@@ -210,6 +216,7 @@ func startManager(opts options) error {
 		Move:  move.Options{Concurrency: opts.moveConcurrency},
 
 		CreatorPolicy: opts.creatorPolicy,
+		Archives:      controllers.Archives{Directory: opts.archiveDirectory, SpoolDirectory: opts.spoolDirectory},
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
 		return err
 	}

@@ -144,8 +144,10 @@ func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *sc
 		return
 	}
 	clusters := []clusterClient{{role: movev1alpha1.ClusterSource, client: r.Source}}
-	if target, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef); err == nil {
-		clusters = append(clusters, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client})
+	if !s.mo.Spec.Target.IsBackup() { // a backup has no target cluster
+		if target, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef); err == nil {
+			clusters = append(clusters, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client})
+		}
 	}
 	logger := log.FromContext(ctx)
 	for _, c := range clusters {

@@ -55,6 +55,10 @@ type memo struct {
 	copyStarted, lastCopied time.Time
 	copiedBefore            int
 
+	// archived is what a backup's Copying stored, until the status
+	// records it (see writeArchive).
+	archived *archived
+
 	// deletePlan is the recorded plan Deleting removes from the source, last
 	// group first; nextDelete is the next group to delete.
 	deletePlan *graph.Plan

@@ -62,6 +62,9 @@ type MoveOperationReconciler struct {
 	CreatorPolicy string
 	// PollInterval is how often a wait (for pods, for block-move) looks again.
 	PollInterval time.Duration
+	// Archives is where backups (spec.target.archive) keep their archives
+	// on the operator's own volumes.
+	Archives Archives
 
 	// lastErrors holds, per MoveOperation, the last error reported, so that
 	// each distinct error is logged once, not on every retry.

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/preflight"
@@ -43,8 +41,19 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			return r.Targets.Get(ctx, mo.Namespace, mo.Spec.Target.KubeconfigSecretRef)
 		},
 	}
-	if err := preflight.Evaluate(ctx, e, preflight.Checks()); err != nil {
+	checks := preflight.Checks()
+	if mo.Spec.Target.IsBackup() {
+		checks = preflight.BackupChecks()
+	}
+	if err := preflight.Evaluate(ctx, e, checks); err != nil {
 		return outcome{}, err
+	}
+	if mo.Spec.Target.IsBackup() {
+		found, err := r.checkArchive(ctx, mo)
+		if err != nil {
+			return outcome{}, err
+		}
+		e.Findings = append(e.Findings, found...)
 	}
 	if o, stop := verdict(e.Findings); stop {
 		if e.Plan != nil {
@@ -106,11 +115,8 @@ func verdict(findings []preflight.Finding) (outcome, bool) {
 // certificate is not verified, identities that others may share.
 func (r *MoveOperationReconciler) notes(ctx context.Context, s *scope, target *remote.Target) ([]preflight.Warning, error) {
 	var out []preflight.Warning
-	for _, c := range []struct {
-		role movev1alpha1.ClusterRole
-		cl   client.Client
-	}{{movev1alpha1.ClusterSource, r.Source}, {movev1alpha1.ClusterTarget, target.Client}} {
-		look, err := oneLook(s, c.cl)
+	for _, c := range r.clusters(target) {
+		look, err := oneLook(s, c.client)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +133,11 @@ func (r *MoveOperationReconciler) notes(ctx context.Context, s *scope, target *r
 	if err != nil {
 		return nil, err
 	}
-	return append(out, access...), nil
+	out = append(out, access...)
+	if a := s.mo.Spec.Target.Archive; a != nil && a.Unencrypted {
+		out = append(out, preflight.Warning{Reason: movev1alpha1.ReasonArchiveUnencrypted, Message: "spec.target.archive.unencrypted: the archive is written in the clear, and it holds every credential of the backed-up clusters (CA and etcd keys, kubeconfigs, cloud credentials): whoever can read the store can take over the fleet"})
+	}
+	return out, nil
 }
 
 // accessWarnings says what in the way the operator reaches the clusters a
@@ -136,7 +146,7 @@ func (r *MoveOperationReconciler) notes(ctx context.Context, s *scope, target *r
 // with the operator's identity skips the stopped providers' webhooks).
 func (r *MoveOperationReconciler) accessWarnings(ctx context.Context, s *scope, target *remote.Target) ([]preflight.Warning, error) {
 	var out []preflight.Warning
-	if target.Insecure {
+	if target != nil && target.Insecure {
 		out = append(out, preflight.Warning{Reason: movev1alpha1.ReasonInsecureTarget, Message: fmt.Sprintf(
 			"the target kubeconfig sets insecure-skip-tls-verify: the operator does not verify that %s is the target, so whoever answers there receives the moved Secrets; put the target's CA in certificate-authority-data", target.Server)})
 	}

@@ -52,6 +52,9 @@ type phaseSpec struct {
 	// steps perform the phase, in order (see runSubSteps); none for the
 	// terminal phases.
 	steps []subStep
+	// backupSteps, when set, replace steps in a backup (spec.target.archive),
+	// which has no target cluster: see backup.go.
+	backupSteps []subStep
 	// stallsWithoutTarget is set where a target that cannot be used as
 	// given (its Secret, its kubeconfig) needs a human (Stalled=True);
 	// elsewhere it is waited for.
@@ -67,8 +70,9 @@ type phaseSpec struct {
 // route is where a phase leads: the state machine's part of a row.
 type route struct {
 	// next is the phase entered when the step is done; nextInDryRun, when
-	// set, replaces it in a dry run.
-	next, nextInDryRun movev1alpha1.MovePhase
+	// set, replaces it in a dry run, and nextInBackup in a backup (which
+	// deletes nothing, and has no target cluster to restore).
+	next, nextInDryRun, nextInBackup movev1alpha1.MovePhase
 	// onFailure is where a failure leads: Failed when nothing is written
 	// yet, RollingBack otherwise. "" where nothing can be undone (past the
 	// point of no return, or rolling back already): a failure there stalls
@@ -93,7 +97,7 @@ var routes = map[movev1alpha1.MovePhase]route{
 	movev1alpha1.PhaseValidating:  {next: movev1alpha1.PhaseRecording, nextInDryRun: movev1alpha1.PhaseDone, onFailure: movev1alpha1.PhaseFailed, onDelete: deletionReleases},
 	movev1alpha1.PhaseRecording:   {next: movev1alpha1.PhaseScalingDown, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack},
 	movev1alpha1.PhaseScalingDown: {next: movev1alpha1.PhaseCopying, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
-	movev1alpha1.PhaseCopying:     {next: movev1alpha1.PhaseDeleting, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
+	movev1alpha1.PhaseCopying:     {next: movev1alpha1.PhaseDeleting, nextInBackup: movev1alpha1.PhaseRestoringSource, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
 	// ======== the point of no return: nothing after it rolls back ========
 	movev1alpha1.PhaseDeleting:        {next: movev1alpha1.PhaseRestoringTarget, onDelete: deletionFinishes, controllersDown: downInBoth},
 	movev1alpha1.PhaseRestoringTarget: {next: movev1alpha1.PhaseRestoringSource, onDelete: deletionFinishes},
@@ -144,10 +148,21 @@ func downInBoth(*memo, movev1alpha1.ClusterRole) bool { return true }
 
 // successor is the phase that follows p when its step is done.
 func (p phaseSpec) successor(mo *movev1alpha1.MoveOperation) movev1alpha1.MovePhase {
-	if mo.Spec.DryRun && p.nextInDryRun != "" {
+	switch {
+	case mo.Spec.DryRun && p.nextInDryRun != "":
 		return p.nextInDryRun
+	case mo.Spec.Target.IsBackup() && p.nextInBackup != "":
+		return p.nextInBackup
 	}
 	return p.next
+}
+
+// stepsOf are the sub-steps the phase runs for mo.
+func (p phaseSpec) stepsOf(mo *movev1alpha1.MoveOperation) []subStep {
+	if mo.Spec.Target.IsBackup() && p.backupSteps != nil {
+		return p.backupSteps
+	}
+	return p.steps
 }
 
 var (
@@ -179,8 +194,14 @@ func specOf(p movev1alpha1.MovePhase) phaseSpec { return phaseTable[p] }
 // table's successors from Pending to Done. Whoever follows a move (tests,
 // the demo, benchmarks) reads it here rather than list the phases again.
 func Path() []movev1alpha1.MovePhase {
+	return PathOf(&movev1alpha1.MoveOperation{})
+}
+
+// PathOf is the phases mo goes through when it succeeds: a move's (Path),
+// a dry run's, or a backup's, which skips Deleting and RestoringTarget.
+func PathOf(mo *movev1alpha1.MoveOperation) []movev1alpha1.MovePhase {
 	var out []movev1alpha1.MovePhase
-	for p := movev1alpha1.PhasePending; len(out) < len(phaseOrder); p = specOf(p).next {
+	for p := movev1alpha1.PhasePending; len(out) < len(phaseOrder); p = specOf(p).successor(mo) {
 		out = append(out, p)
 		if len(specOf(p).steps) == 0 {
 			break
@@ -193,7 +214,7 @@ func Path() []movev1alpha1.MovePhase {
 // preamble, then its sub-steps), and applies what it reports.
 func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) (ctrl.Result, error) {
 	spec := specOf(phaseOf(s.mo))
-	if len(spec.steps) == 0 { // Done and Failed: nothing left to do but let go.
+	if len(spec.stepsOf(s.mo)) == 0 { // Done and Failed: nothing left to do but let go.
 		r.memos.Delete(s.mo.UID)
 		return ctrl.Result{}, r.release(ctx, s.mo)
 	}

@@ -87,7 +87,8 @@ var (
 // reconcile, and follows the operator's identities (once per client, see
 // followIdentities). Anything but done() says why the step cannot run now.
 func (r *MoveOperationReconciler) prepare(ctx context.Context, s *scope, n preamble) (outcome, error) {
-	if n.target && s.target == nil {
+	// A backup's target is an archive: it has no cluster to get.
+	if n.target && s.target == nil && !s.mo.Spec.Target.IsBackup() {
 		target, o, err := r.target(ctx, s)
 		if err != nil || !o.isDone() {
 			return o, err
@@ -111,7 +112,7 @@ func (r *MoveOperationReconciler) runPhase(ctx context.Context, s *scope, spec p
 	if o, err := r.prepare(ctx, s, spec.preamble); err != nil || !o.isDone() {
 		return o, err
 	}
-	return r.runSubSteps(ctx, s, spec.phase, spec.steps)
+	return r.runSubSteps(ctx, s, spec.phase, spec.stepsOf(s.mo))
 }
 
 // runSubSteps runs steps in order, skipping those finished, and is done

@@ -46,8 +46,12 @@ type clusterClient struct {
 }
 
 // clusters returns both clusters, target first: the order in which they are
-// restored.
+// restored. A backup, whose target is an archive (nil), has the source
+// only.
 func (r *MoveOperationReconciler) clusters(target *remote.Target) []clusterClient {
+	if target == nil {
+		return []clusterClient{{movev1alpha1.ClusterSource, r.Source}}
+	}
 	return []clusterClient{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}}
 }
 

@@ -194,4 +194,15 @@ const (
 	// ReasonTargetValidationFailed: the target's admission webhooks refused a
 	// moved object in the dry-run update of spec.targetValidation.
 	ReasonTargetValidationFailed = "TargetValidationFailed"
+	// ReasonArchiveSecretUnusable: a Secret a backup names (its public
+	// keys, its registry credentials) is missing, lacks its key, or holds
+	// no usable keys or credentials.
+	ReasonArchiveSecretUnusable = "ArchiveSecretUnusable"
+	// ReasonArchiveStoreUnusable: the store a backup writes to cannot be
+	// used: the operator has no archive directory, or cannot write it.
+	ReasonArchiveStoreUnusable = "ArchiveStoreUnusable"
+	// ReasonArchiveUnencrypted: a backup writes its archive in the clear,
+	// as its spec asks (spec.target.archive.unencrypted): whoever reads the
+	// store reads every credential of the fleet.
+	ReasonArchiveUnencrypted = "ArchiveUnencrypted"
 )

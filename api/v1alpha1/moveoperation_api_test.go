@@ -135,7 +135,7 @@ func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
 	}{
 		{
 			name:   "a missing Secret name is required",
-			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.Target.KubeconfigSecretRef.Name = "" },
+			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.Target.KubeconfigSecretRef.Name, s.Target.KubeconfigSecretRef.Key = "", "value" },
 			want:   []string{"spec.target.kubeconfigSecretRef.name", "at least 1 chars long"},
 		},
 		{
@@ -231,6 +231,47 @@ func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
 			name:   "an unknown object status policy is refused",
 			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.ObjectStatusPolicy = "Keep" },
 			want:   []string{"spec.objectStatusPolicy", "Rebuild", "Carry"},
+		},
+		{
+			name: "a target that is both a cluster and an archive is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Target.Archive = &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, Unencrypted: true}
+			},
+			want: []string{"spec.target", "set exactly one"},
+		},
+		{
+			name:   "a target that is neither a cluster nor an archive is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.Target = movev1alpha1.TargetSpec{} },
+			want:   []string{"spec.target", "set exactly one"},
+		},
+		{
+			name: "an archive without a store is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Target = movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Unencrypted: true}}
+			},
+			want: []string{"spec.target.archive", "names one store"},
+		},
+		{
+			name: "an archive neither encrypted nor unencrypted by name is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Target = movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}}}
+			},
+			want: []string{"spec.target.archive", "encrypted to the public keys", "unencrypted: true"},
+		},
+		{
+			name: "an archive both encrypted and unencrypted is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Target = movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{},
+					RecipientsSecretRef: &movev1alpha1.SecretKeyReference{Name: "keys"}, Unencrypted: true}}
+			},
+			want: []string{"spec.target.archive", "encrypted to the public keys"},
+		},
+		{
+			name: "a registry repository with a tag is refused",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Target = movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{OCI: &movev1alpha1.OCIStore{Repository: "registry.example.com/backups:latest"}, Unencrypted: true}}
+			},
+			want: []string{"spec.target.archive.oci.repository", "without a tag or digest"},
 		},
 		{
 			name:   "a zero block-move timeout is refused",
@@ -385,6 +426,7 @@ func TestTheCRDShowsPhaseTargetProgressAndAge(t *testing.T) {
 		"Phase":    ".status.phase",
 		"Target":   ".spec.target.kubeconfigSecretRef.name",
 		"Progress": ".status.progress.summary",
+		"Archive":  ".status.archive.location",
 		"Age":      ".metadata.creationTimestamp",
 	}))
 

@@ -238,15 +238,28 @@ const (
 	GitOpsIgnore GitOpsPolicy = "Ignore"
 )
 
-// TargetSpec says how to reach the target management cluster.
+// TargetSpec says where the move goes: another management cluster
+// (kubeconfigSecretRef), or an archive (a backup). Exactly one.
+// +kubebuilder:validation:XValidation:rule="has(self.kubeconfigSecretRef) != has(self.archive)",message="spec.target names either a cluster (kubeconfigSecretRef) or an archive (archive, a backup): set exactly one"
 type TargetSpec struct {
 	// kubeconfigSecretRef points at a Secret, in the MoveOperation's own
 	// namespace, that holds a kubeconfig for the target cluster. The
 	// kubeconfig must be self-contained: exec and auth-provider plugins and
 	// references to files are refused.
-	// +required
-	KubeconfigSecretRef SecretKeyReference `json:"kubeconfigSecretRef"`
+	// +optional
+	KubeconfigSecretRef SecretKeyReference `json:"kubeconfigSecretRef,omitempty,omitzero"`
+
+	// archive makes the MoveOperation a backup: the source's management
+	// state (the same selection, graph and statuses a move takes) is
+	// written to an archive in a store, and nothing is deleted. The
+	// source's controllers are stopped while the state is read, and
+	// restored as a move restores them (docs/disaster-recovery.md).
+	// +optional
+	Archive *ArchiveTarget `json:"archive,omitempty"`
 }
+
+// IsBackup reports whether the target is an archive rather than a cluster.
+func (t TargetSpec) IsBackup() bool { return t.Archive != nil }
 
 // SecretKeyReference names one key of a Secret in the MoveOperation's namespace.
 type SecretKeyReference struct {
@@ -511,6 +524,11 @@ type MoveOperationStatus struct {
 	// +optional
 	Progress *MoveProgress `json:"progress,omitempty"`
 
+	// archive says where a backup (spec.target.archive) wrote its archive,
+	// once it is stored whole.
+	// +optional
+	Archive *ArchiveStatus `json:"archive,omitempty"`
+
 	// failureReason is a machine-readable word for why the move failed, one
 	// of the reasons docs/troubleshooting.md explains.
 	// +optional
@@ -734,6 +752,7 @@ type MoveProgress struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="The step of the move in progress, or how it ended"
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target.kubeconfigSecretRef.name`,description="The Secret holding the target cluster's kubeconfig"
 // +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress.summary`,description="Objects done out of the step's total"
+// +kubebuilder:printcolumn:name="Archive",type=string,JSONPath=`.status.archive.location`,priority=1,description="Where a backup wrote its archive"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MoveOperation struct {
 	metav1.TypeMeta `json:",inline"`

@@ -32,9 +32,10 @@ var (
 		{verb: "get", group: "", resource: "secrets", why: "the move sends the namespace's Secrets (kubeconfigs, CA and etcd keys, cloud credentials) to the target"},
 		{verb: "delete", group: "cluster.x-k8s.io", resource: "clusters", why: "the move takes the namespace's Clusters away from the source"},
 	}
-	// targetSecret: the operator reads the kubeconfig the MoveOperation
-	// names, in the MoveOperation's namespace.
-	targetSecret = right{verb: "get", group: "", resource: "secrets", why: "the operator reads the target's kubeconfig from it"}
+	// targetSecret: the operator reads the Secrets the MoveOperation
+	// names, in its namespace: the target's kubeconfig, or a backup's
+	// public keys and registry credentials.
+	targetSecret = right{verb: "get", group: "", resource: "secrets", why: "the operator reads the target's kubeconfig (or a backup's public keys or registry credentials) from it"}
 	// scaleController: each Deployment of spec.controllers.additional the
 	// move stops in the source is scaled with a patch.
 	scaleController = right{verb: "patch", group: "apps", resource: "deployments", why: "spec.controllers.additional has the move scale it to zero"}
@@ -65,7 +66,16 @@ func SpecNeeds(spec movev1alpha1.MoveOperationSpec, namespace string) []access.N
 			out = append(out, r.need(ns, ""))
 		}
 	}
-	out = append(out, targetSecret.need(namespace, spec.Target.KubeconfigSecretRef.Name))
+	if a := spec.Target.Archive; a != nil {
+		if a.RecipientsSecretRef != nil {
+			out = append(out, targetSecret.need(namespace, a.RecipientsSecretRef.Name))
+		}
+		if a.OCI != nil && a.OCI.CredentialsSecretRef != nil {
+			out = append(out, targetSecret.need(namespace, a.OCI.CredentialsSecretRef.Name))
+		}
+	} else {
+		out = append(out, targetSecret.need(namespace, spec.Target.KubeconfigSecretRef.Name))
+	}
 	for _, c := range spec.Controllers.Additional {
 		if c.Cluster.In(movev1alpha1.ClusterSource) {
 			out = append(out, scaleController.need(c.Namespace, c.Name))

@@ -101,7 +101,7 @@ func Validations() []admissionregistrationv1.Validation {
 			out = append(out, namespaceSlot(r, i))
 		}
 	}
-	out = append(out, targetSecretValidation())
+	out = append(out, targetSecretValidation()...)
 	out = append(out, controllerValidations()...)
 	r := chooseControllers
 	out = append(out, forbidden("!variables.creating || variables.providersOnly || "+r.check("", ""),
@@ -158,10 +158,21 @@ func namespaceSlot(r right, i int) admissionregistrationv1.Validation {
 		fmt.Sprintf(`request.userInfo.username + ' may not %s %s in namespace ' + %s + ', which spec.namespaces names, and %s'`, r.verb, groupResource(r.group, r.resource), ns, escape(r.why)))
 }
 
-func targetSecretValidation() admissionregistrationv1.Validation {
+func targetSecretValidation() []admissionregistrationv1.Validation {
 	r := targetSecret
-	return forbidden("!variables.creating || "+r.check("request.namespace", "object.spec.target.kubeconfigSecretRef.name"),
-		fmt.Sprintf(`request.userInfo.username + ' may not %s secret ' + object.spec.target.kubeconfigSecretRef.name + ' in namespace ' + request.namespace + ', which spec.target.kubeconfigSecretRef names, and %s'`, r.verb, escape(r.why)))
+	// Each Secret the spec may name, by the field that names it: the
+	// target's kubeconfig, or a backup's public keys and registry
+	// credentials (a backup names no kubeconfig).
+	var out []admissionregistrationv1.Validation
+	for _, f := range []struct{ present, field, path string }{
+		{"has(object.spec.target.kubeconfigSecretRef)", "object.spec.target.kubeconfigSecretRef.name", "spec.target.kubeconfigSecretRef"},
+		{"has(object.spec.target.archive) && has(object.spec.target.archive.recipientsSecretRef)", "object.spec.target.archive.recipientsSecretRef.name", "spec.target.archive.recipientsSecretRef"},
+		{"has(object.spec.target.archive) && has(object.spec.target.archive.oci) && has(object.spec.target.archive.oci.credentialsSecretRef)", "object.spec.target.archive.oci.credentialsSecretRef.name", "spec.target.archive.oci.credentialsSecretRef"},
+	} {
+		out = append(out, forbidden("!variables.creating || !("+f.present+") || "+r.check("request.namespace", f.field),
+			fmt.Sprintf(`request.userInfo.username + ' may not %s secret ' + %s + ' in namespace ' + request.namespace + ', which %s names, and %s'`, r.verb, f.field, f.path, escape(r.why))))
+	}
+	return out
 }
 
 func controllerValidations() []admissionregistrationv1.Validation {

@@ -145,6 +145,22 @@ func Checks() []Check {
 	}
 }
 
+// BackupChecks are the checks a backup (spec.target.archive) passes
+// before it writes anything: a move's, but for those of a target cluster
+// and of the GitOps managers (a backup deletes nothing they would apply
+// again). What is checked of the archive's store and keys is the
+// reconciler's, which holds the stores.
+func BackupChecks() []Check {
+	notForBackups := map[string]bool{"target": true, "providers": true, "target-secret": true, "target-objects": true, "gitops": true}
+	var out []Check
+	for _, c := range Checks() {
+		if !notForBackups[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Evaluate runs the checks in order, every one of them, so that a dry run
 // reports every finding at once, not only the first; once the access check
 // has found access missing, only the checks that read no more than it did

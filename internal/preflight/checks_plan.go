@@ -22,13 +22,18 @@ import (
 // cannot find would go on running); the others, and cluster-api-operator,
 // are noted, so that a dry run shows what the move stops.
 func checkManagers(ctx context.Context, e *Env) error {
-	if !e.targetReady() {
-		return nil
-	}
-	for _, c := range []struct {
+	type cluster struct {
 		role movev1alpha1.ClusterRole
 		cl   client.Client
-	}{{movev1alpha1.ClusterTarget, e.Target.Client}, {movev1alpha1.ClusterSource, e.Source}} {
+	}
+	clusters := []cluster{{movev1alpha1.ClusterSource, e.Source}}
+	switch {
+	case e.targetReady():
+		clusters = append([]cluster{{movev1alpha1.ClusterTarget, e.Target.Client}}, clusters...)
+	case !e.Spec.Target.IsBackup():
+		return nil // the target's own finding says why
+	}
+	for _, c := range clusters {
 		additional := e.Spec.Controllers.AdditionalIn(c.role)
 		_, missing, err := quiesce.GetControllers(ctx, c.cl, additional, true)
 		if err != nil {

@@ -200,6 +200,9 @@ type OperatorOptions struct {
 	Move move.Options
 	// PollInterval of the reconciler's waits; short in tests.
 	PollInterval time.Duration
+	// Archives is where the operator's backups keep archives (its
+	// --archive-directory).
+	Archives controllers.Archives
 }
 
 // StartOperator runs the operator until the test ends (or it crashes).
@@ -249,6 +252,7 @@ func StartOperator(t *testing.T, opts OperatorOptions) *Operator {
 		Move:      opts.Move,
 		// Poll often: the tests wait on these loops.
 		PollInterval: opts.PollInterval,
+		Archives:     opts.Archives,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		t.Fatalf("setting up the reconciler: %v", err)
