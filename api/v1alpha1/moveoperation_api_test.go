@@ -134,9 +134,11 @@ func TestInvalidSpecsAreRejectedWithAMessageThatNamesTheProblem(t *testing.T) {
 		want []string
 	}{
 		{
-			name:   "a missing Secret name is required",
-			mutate: func(s *movev1alpha1.MoveOperationSpec) { s.Target.KubeconfigSecretRef.Name, s.Target.KubeconfigSecretRef.Key = "", "value" },
-			want:   []string{"spec.target.kubeconfigSecretRef.name", "at least 1 chars long"},
+			name: "a missing Secret name is required",
+			mutate: func(s *movev1alpha1.MoveOperationSpec) {
+				s.Target.KubeconfigSecretRef.Name, s.Target.KubeconfigSecretRef.Key = "", "value"
+			},
+			want: []string{"spec.target.kubeconfigSecretRef.name", "at least 1 chars long"},
 		},
 		{
 			name:   "a Secret name that is not a DNS-1123 subdomain is refused",
