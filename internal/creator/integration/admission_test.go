@@ -270,3 +270,38 @@ func TestTheLargestSpecAnAdministratorWritesFitsTheAuthorizationBudget(t *testin
 	mo.Spec.Controllers.Additional = append(mo.Spec.Controllers.Additional, movev1alpha1.AdditionalController{Namespace: tn.other, Name: "manager"})
 	g.Expect(dryRun(admin(t), mo)).To(Succeed(), "past the slots the checks are cluster-wide, which an administrator passes")
 }
+
+// A backup reads what a move reads (every Secret of its namespaces): the
+// same rights are asked of its creator, and instead of the target's
+// kubeconfig, the Secrets of its keys and registry credentials, by name.
+func TestABackupAsksWhatAMoveAsksAndItsSecretsByName(t *testing.T) {
+	tn := newTenancy(t)
+	bob := tn.mover(t)
+	backup := func(namespaces ...string) *movev1alpha1.MoveOperation {
+		mo := tn.moveOperation(namespaces...)
+		mo.Spec.Target = movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{
+			OCI:                 &movev1alpha1.OCIStore{Repository: "registry.example.com/backups", CredentialsSecretRef: &movev1alpha1.LocalSecretReference{Name: "registry"}},
+			RecipientsSecretRef: &movev1alpha1.SecretKeyReference{Name: "backup-keys"},
+		}}
+		return mo
+	}
+	t.Run("his own namespace is admitted", func(t *testing.T) {
+		NewWithT(t).Expect(dryRun(bob, backup(tn.own))).To(Succeed())
+	})
+	t.Run("another team's namespace is refused: its Secrets would be in the archive", func(t *testing.T) {
+		refusedFor(NewWithT(t), dryRun(bob, backup(tn.own, tn.other)), `bob may not get secrets in namespace `+tn.other)
+	})
+	t.Run("keys and credentials the creator may not read are refused by name", func(t *testing.T) {
+		bind(t, "dave", "move-operator-mover", tn.other)
+		grantAll(t, "dave", tn.own)
+		dave := as(t, "dave")
+		mo := backup(tn.own)
+		mo.Namespace = tn.other
+		NewWithT(t).Eventually(func() error { return dryRun(dave, mo) }).WithTimeout(10 * time.Second).Should(
+			MatchError(ContainSubstring("dave may not get secret backup-keys in namespace " + tn.other + ", which spec.target.archive.recipientsSecretRef names")))
+		mo = backup(tn.own)
+		mo.Namespace = tn.other
+		mo.Spec.Target.Archive.RecipientsSecretRef, mo.Spec.Target.Archive.Unencrypted = nil, true
+		NewWithT(t).Expect(dryRun(dave, mo)).To(MatchError(ContainSubstring("dave may not get secret registry in namespace " + tn.other + ", which spec.target.archive.oci.credentialsSecretRef names")))
+	})
+}
