@@ -144,7 +144,9 @@ func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *sc
 		return
 	}
 	clusters := []clusterClient{{role: movev1alpha1.ClusterSource, client: r.Source}}
-	if !s.mo.Spec.Target.IsBackup() { // a backup has no target cluster
+	if s.mo.Spec.IsRestore() {
+		clusters[0].role = movev1alpha1.ClusterTarget // the operator's own cluster is a restore's target
+	} else if !s.mo.Spec.Target.IsBackup() { // a backup has no target cluster
 		if target, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef); err == nil {
 			clusters = append(clusters, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client})
 		}

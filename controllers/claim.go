@@ -52,8 +52,8 @@ func (r *MoveOperationReconciler) releaseSecret(ctx context.Context, mo *movev1a
 }
 
 func (r *MoveOperationReconciler) setSecretFinalizer(ctx context.Context, mo *movev1alpha1.MoveOperation, hold bool) error {
-	if mo.Spec.Target.IsBackup() {
-		return nil // no target cluster, no kubeconfig to hold
+	if mo.Spec.Target.IsBackup() || mo.Spec.IsRestore() {
+		return nil // no kubeconfig to hold
 	}
 	key := types.NamespacedName{Namespace: mo.Namespace, Name: mo.Spec.Target.KubeconfigSecretRef.Name}
 	secret := &corev1.Secret{}

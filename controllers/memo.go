@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/move-operator/move-operator/internal/backup"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/identity"
 	"github.com/move-operator/move-operator/internal/look"
@@ -54,6 +55,10 @@ type memo struct {
 	// copiedBefore how many groups were copied when it began, or since.
 	copyStarted, lastCopied time.Time
 	copiedBefore            int
+
+	// restoring is a restore's archive, read once, and the restore of it
+	// into this cluster (see restoreOf).
+	restoring *backup.Restore
 
 	// archived is what a backup's Copying stored, until the status
 	// records it (see writeArchive).

@@ -82,6 +82,11 @@ type MoveOperationReconciler struct {
 	// bounds how often their Warning events repeat (see recordStall).
 	stalls stalls
 
+	// local is the operator's own cluster as a restore's target, made
+	// once (see localTarget).
+	local     *remote.Target
+	localOnce sync.Once
+
 	// clock tells the time written in the conditions and that the stall
 	// events are timed by: time.Now, unless a test sets another.
 	clock func() time.Time

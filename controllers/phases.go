@@ -52,9 +52,11 @@ type phaseSpec struct {
 	// steps perform the phase, in order (see runSubSteps); none for the
 	// terminal phases.
 	steps []subStep
-	// backupSteps, when set, replace steps in a backup (spec.target.archive),
-	// which has no target cluster: see backup.go.
-	backupSteps []subStep
+	// backupSteps and restoreSteps, when set, replace steps in a backup
+	// (spec.target.archive), which has no target cluster, and in a restore
+	// (spec.source.archive), which has no source cluster: see
+	// archive_backup.go and archive_restore.go.
+	backupSteps, restoreSteps []subStep
 	// stallsWithoutTarget is set where a target that cannot be used as
 	// given (its Secret, its kubeconfig) needs a human (Stalled=True);
 	// elsewhere it is waited for.
@@ -70,9 +72,10 @@ type phaseSpec struct {
 // route is where a phase leads: the state machine's part of a row.
 type route struct {
 	// next is the phase entered when the step is done; nextInDryRun, when
-	// set, replaces it in a dry run, and nextInBackup in a backup (which
-	// deletes nothing, and has no target cluster to restore).
-	next, nextInDryRun, nextInBackup movev1alpha1.MovePhase
+	// set, replaces it in a dry run, nextInBackup in a backup (which
+	// deletes nothing, and has no target cluster to restore), and
+	// nextInRestore in a restore (which has no source cluster).
+	next, nextInDryRun, nextInBackup, nextInRestore movev1alpha1.MovePhase
 	// onFailure is where a failure leads: Failed when nothing is written
 	// yet, RollingBack otherwise. "" where nothing can be undone (past the
 	// point of no return, or rolling back already): a failure there stalls
@@ -97,10 +100,10 @@ var routes = map[movev1alpha1.MovePhase]route{
 	movev1alpha1.PhaseValidating:  {next: movev1alpha1.PhaseRecording, nextInDryRun: movev1alpha1.PhaseDone, onFailure: movev1alpha1.PhaseFailed, onDelete: deletionReleases},
 	movev1alpha1.PhaseRecording:   {next: movev1alpha1.PhaseScalingDown, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack},
 	movev1alpha1.PhaseScalingDown: {next: movev1alpha1.PhaseCopying, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
-	movev1alpha1.PhaseCopying:     {next: movev1alpha1.PhaseDeleting, nextInBackup: movev1alpha1.PhaseRestoringSource, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
+	movev1alpha1.PhaseCopying:     {next: movev1alpha1.PhaseDeleting, nextInBackup: movev1alpha1.PhaseRestoringSource, nextInRestore: movev1alpha1.PhaseRestoringTarget, onFailure: movev1alpha1.PhaseRollingBack, onDelete: deletionRollsBack, controllersDown: downInBoth},
 	// ======== the point of no return: nothing after it rolls back ========
 	movev1alpha1.PhaseDeleting:        {next: movev1alpha1.PhaseRestoringTarget, onDelete: deletionFinishes, controllersDown: downInBoth},
-	movev1alpha1.PhaseRestoringTarget: {next: movev1alpha1.PhaseRestoringSource, onDelete: deletionFinishes},
+	movev1alpha1.PhaseRestoringTarget: {next: movev1alpha1.PhaseRestoringSource, nextInRestore: movev1alpha1.PhaseDone, onDelete: deletionFinishes},
 	movev1alpha1.PhaseRestoringSource: {next: movev1alpha1.PhaseDone, onDelete: deletionFinishes},
 	movev1alpha1.PhaseRollingBack:     {next: movev1alpha1.PhaseFailed, onDelete: deletionFinishes, controllersDown: targetDownWhileCleared},
 	movev1alpha1.PhaseDone:            {onDelete: deletionReleases},
@@ -153,14 +156,19 @@ func (p phaseSpec) successor(mo *movev1alpha1.MoveOperation) movev1alpha1.MovePh
 		return p.nextInDryRun
 	case mo.Spec.Target.IsBackup() && p.nextInBackup != "":
 		return p.nextInBackup
+	case mo.Spec.IsRestore() && p.nextInRestore != "":
+		return p.nextInRestore
 	}
 	return p.next
 }
 
 // stepsOf are the sub-steps the phase runs for mo.
 func (p phaseSpec) stepsOf(mo *movev1alpha1.MoveOperation) []subStep {
-	if mo.Spec.Target.IsBackup() && p.backupSteps != nil {
+	switch {
+	case mo.Spec.Target.IsBackup() && p.backupSteps != nil:
 		return p.backupSteps
+	case mo.Spec.IsRestore() && p.restoreSteps != nil:
+		return p.restoreSteps
 	}
 	return p.steps
 }
@@ -198,7 +206,8 @@ func Path() []movev1alpha1.MovePhase {
 }
 
 // PathOf is the phases mo goes through when it succeeds: a move's (Path),
-// a dry run's, or a backup's, which skips Deleting and RestoringTarget.
+// a dry run's, a backup's, which skips Deleting and RestoringTarget, or a
+// restore's, which skips Deleting and RestoringSource.
 func PathOf(mo *movev1alpha1.MoveOperation) []movev1alpha1.MovePhase {
 	var out []movev1alpha1.MovePhase
 	for p := movev1alpha1.PhasePending; len(out) < len(phaseOrder); p = specOf(p).successor(mo) {

@@ -155,7 +155,11 @@ func (r *MoveOperationReconciler) finishRestore(ctx context.Context, s *scope, c
 	if role == movev1alpha1.ClusterTarget && s.mo.Status.Phase == movev1alpha1.PhaseRestoringTarget && r.validateInTarget(ctx, s, c) {
 		reached = append(reached, targetValidated)
 	}
-	if _, err := move.Unpause(ctx, c, ts, string(s.mo.UID), r.Move); err != nil {
+	pausedBy, err := r.pausedByOf(ctx, s)
+	if err != nil {
+		return outcome{}, err
+	}
+	if _, err := move.Unpause(ctx, c, ts, pausedBy, r.Move); err != nil {
 		return outcome{}, fmt.Errorf("%s cluster: %w", role, err)
 	}
 	return done().reaching(reached...), nil

@@ -87,9 +87,13 @@ var (
 // reconcile, and follows the operator's identities (once per client, see
 // followIdentities). Anything but done() says why the step cannot run now.
 func (r *MoveOperationReconciler) prepare(ctx context.Context, s *scope, n preamble) (outcome, error) {
-	// A backup's target is an archive: it has no cluster to get.
+	// A backup's target is an archive: it has no cluster to get. A
+	// restore's is the operator's own cluster.
 	if n.target && s.target == nil && !s.mo.Spec.Target.IsBackup() {
 		target, o, err := r.target(ctx, s)
+		if s.mo.Spec.IsRestore() {
+			target, o, err = r.localTarget(), done(), nil
+		}
 		if err != nil || !o.isDone() {
 			return o, err
 		}

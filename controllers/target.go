@@ -47,10 +47,15 @@ type clusterClient struct {
 
 // clusters returns both clusters, target first: the order in which they are
 // restored. A backup, whose target is an archive (nil), has the source
-// only.
+// only; a restore, whose source is an archive, the target only.
 func (r *MoveOperationReconciler) clusters(target *remote.Target) []clusterClient {
-	if target == nil {
+	switch {
+	case target == nil:
 		return []clusterClient{{movev1alpha1.ClusterSource, r.Source}}
+	case target.Local:
+		// A restore's target is the operator's own cluster, and its
+		// source an archive.
+		return []clusterClient{{movev1alpha1.ClusterTarget, target.Client}}
 	}
 	return []clusterClient{{movev1alpha1.ClusterTarget, target.Client}, {movev1alpha1.ClusterSource, r.Source}}
 }

@@ -106,3 +106,43 @@ type ArchiveStatus struct {
 	// +optional
 	StoredTime *metav1.Time `json:"storedTime,omitempty"`
 }
+
+// SourceSpec says where a restore takes the management state from.
+type SourceSpec struct {
+	// archive is the archive to restore.
+	// +required
+	Archive ArchiveSource `json:"archive"`
+}
+
+// ArchiveSource names an archive to restore, and the key to read it.
+// +kubebuilder:validation:XValidation:rule="has(self.directory) != has(self.oci)",message="spec.source.archive names one store: directory (the operator's archive directory) or oci (a registry repository)"
+type ArchiveSource struct {
+	// directory reads the archive from the operator's archive directory
+	// (its --archive-directory flag).
+	// +optional
+	Directory *DirectoryStore `json:"directory,omitempty"`
+
+	// oci pulls the archive from a registry.
+	// +optional
+	OCI *OCIStore `json:"oci,omitempty"`
+
+	// location is the archive in the store, as the backup's
+	// status.archive.location says it: a file's name (or path) in the
+	// archive directory, or a registry reference pinned by digest
+	// (registry/repository@sha256:..., or sha256:... of the repository).
+	// A digest is what a restore should name: a tag may have moved.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Location string `json:"location"`
+
+	// identitySecretRef points at a Secret, in the MoveOperation's
+	// namespace, whose key holds the private keys that read the archive
+	// (age X25519 identities, AGE-SECRET-KEY-1..., one per line). Unset
+	// reads only an unencrypted archive.
+	// +optional
+	IdentitySecretRef *SecretKeyReference `json:"identitySecretRef,omitempty"`
+}
+
+// IsRestore reports whether the MoveOperation restores an archive.
+func (s MoveOperationSpec) IsRestore() bool { return s.Source != nil }

@@ -205,4 +205,12 @@ const (
 	// as its spec asks (spec.target.archive.unencrypted): whoever reads the
 	// store reads every credential of the fleet.
 	ReasonArchiveUnencrypted = "ArchiveUnencrypted"
+	// ReasonArchiveUnreadable: a restore's archive cannot be read: it is
+	// not where spec.source.archive names it, its bytes changed or were
+	// cut, or the key given does not open it.
+	ReasonArchiveUnreadable = "ArchiveUnreadable"
+	// ReasonArchiveNotRestorable: this cluster cannot take what the
+	// archive holds: a kind or version it does not serve, objects the
+	// plan would leave out, namespaces spec.namespaces does not name.
+	ReasonArchiveNotRestorable = "ArchiveNotRestorable"
 )

@@ -98,9 +98,20 @@ const (
 // MoveOperationSpec is what the user asks for. It is immutable once created: a
 // retry, or a move with other settings, is a new MoveOperation (like a Job).
 type MoveOperationSpec struct {
-	// target is the management cluster to move to.
-	// +required
-	Target TargetSpec `json:"target"`
+	// target is where the move goes: the management cluster to move to, or
+	// an archive (a backup). Unset only in a restore (spec.source), whose
+	// target is the cluster the MoveOperation is created in.
+	// +optional
+	Target TargetSpec `json:"target,omitempty,omitzero"`
+
+	// source, when set, makes the MoveOperation a restore: the management
+	// state is taken from an archive a backup (or clusterctl move
+	// --to-directory) wrote, and created in the cluster the MoveOperation
+	// is created in, with that cluster's controllers stopped meanwhile
+	// (docs/disaster-recovery.md). Unset: the source is the cluster the
+	// operator runs in.
+	// +optional
+	Source *SourceSpec `json:"source,omitempty"`
 
 	// namespaces lists the source namespaces to move. Empty means every
 	// namespace: the whole Cluster API management state.
@@ -764,7 +775,8 @@ type MoveOperation struct {
 	// spec is the move asked for. It cannot be changed once created.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.status) || !has(self.objectStatusPolicy) || self.status == self.objectStatusPolicy",message="spec.status is the former name of spec.objectStatusPolicy and the two differ: set only spec.objectStatusPolicy (Rebuild or Carry)"
-	// +kubebuilder:validation:XValidation:rule="self.target == oldSelf.target && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation) && has(self.gitOps) == has(oldSelf.gitOps) && (!has(self.gitOps) || self.gitOps == oldSelf.gitOps) && has(self.objectStatusPolicy) == has(oldSelf.objectStatusPolicy) && (!has(self.objectStatusPolicy) || self.objectStatusPolicy == oldSelf.objectStatusPolicy) && has(self.status) == has(oldSelf.status) && (!has(self.status) || self.status == oldSelf.status)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
+	// +kubebuilder:validation:XValidation:rule="has(self.target) != has(self.source)",message="a MoveOperation either moves the cluster it is in to spec.target (a cluster, or an archive for a backup), or restores an archive named in spec.source into the cluster it is in: set exactly one of spec.target and spec.source"
+	// +kubebuilder:validation:XValidation:rule="has(self.target) == has(oldSelf.target) && (!has(self.target) || self.target == oldSelf.target) && has(self.source) == has(oldSelf.source) && (!has(self.source) || self.source == oldSelf.source) && self.dryRun == oldSelf.dryRun && self.controllers == oldSelf.controllers && has(self.namespaces) == has(oldSelf.namespaces) && (!has(self.namespaces) || self.namespaces == oldSelf.namespaces) && has(self.clusterSelector) == has(oldSelf.clusterSelector) && (!has(self.clusterSelector) || self.clusterSelector == oldSelf.clusterSelector) && has(self.targetValidation) == has(oldSelf.targetValidation) && (!has(self.targetValidation) || self.targetValidation == oldSelf.targetValidation) && has(self.gitOps) == has(oldSelf.gitOps) && (!has(self.gitOps) || self.gitOps == oldSelf.gitOps) && has(self.objectStatusPolicy) == has(oldSelf.objectStatusPolicy) && (!has(self.objectStatusPolicy) || self.objectStatusPolicy == oldSelf.objectStatusPolicy) && has(self.status) == has(oldSelf.status) && (!has(self.status) || self.status == oldSelf.status)",message="spec is immutable: a MoveOperation cannot be changed once created; delete it and create a new one to move with other settings"
 	Spec MoveOperationSpec `json:"spec"`
 
 	// status is what the operator observed and did.

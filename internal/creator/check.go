@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/access"
 	"github.com/move-operator/move-operator/internal/graph"
 )
@@ -95,4 +96,34 @@ func wrapCheck(err error) error {
 		return nil
 	}
 	return fmt.Errorf("checking the rights of the MoveOperation's creator: %w", err)
+}
+
+// AskRestore asks the cluster a restore writes into whether user may
+// create every object of its plan there, kind by kind and namespace by
+// namespace, and says what they may not: a restore writes every credential
+// of the archive on its creator's behalf, so its creator must be someone
+// who could have created them.
+func AskRestore(ctx context.Context, c client.Client, user access.User, plan *graph.Plan) (string, error) {
+	var needs []access.Need
+	for _, o := range plan.Objects() {
+		t, ok := plan.Types().Lookup(o.GroupKind())
+		if !ok {
+			return "", fmt.Errorf("planned object %s has a kind the plan does not know", o)
+		}
+		needs = append(needs, access.Need{Cluster: movev1alpha1.ClusterTarget, Verb: "create", Group: t.GVK.Group, Resource: t.Resource, Namespace: o.Namespace})
+	}
+	missing, err := access.CheckAs(ctx, c, user, access.Compact(needs), access.DefaultConcurrency)
+	if err != nil || len(missing) == 0 {
+		return "", wrapCheck(err)
+	}
+	n := missing[0]
+	where := "at the cluster scope"
+	if n.Namespace != "" {
+		where = "in namespace " + n.Namespace
+	}
+	msg := fmt.Sprintf("the MoveOperation's creator %q may not create %s %s in this cluster, and the restore creates the archive's objects of that kind there", user.Name, groupResource(n.Group, n.Resource), where)
+	if more := len(missing) - 1; more > 0 {
+		msg += fmt.Sprintf(" (and %d more rights are missing)", more)
+	}
+	return msg + "; the restore writes nothing on their behalf: grant them that right, or have someone who holds it create the MoveOperation", nil
 }

@@ -35,7 +35,7 @@ var (
 	// targetSecret: the operator reads the Secrets the MoveOperation
 	// names, in its namespace: the target's kubeconfig, or a backup's
 	// public keys and registry credentials.
-	targetSecret = right{verb: "get", group: "", resource: "secrets", why: "the operator reads the target's kubeconfig (or a backup's public keys or registry credentials) from it"}
+	targetSecret = right{verb: "get", group: "", resource: "secrets", why: "the operator reads the target's kubeconfig (or an archive's keys or registry credentials) from it"}
 	// scaleController: each Deployment of spec.controllers.additional the
 	// move stops in the source is scaled with a patch.
 	scaleController = right{verb: "patch", group: "apps", resource: "deployments", why: "spec.controllers.additional has the move scale it to zero"}
@@ -66,7 +66,14 @@ func SpecNeeds(spec movev1alpha1.MoveOperationSpec, namespace string) []access.N
 			out = append(out, r.need(ns, ""))
 		}
 	}
-	if a := spec.Target.Archive; a != nil {
+	if src := spec.Source; src != nil {
+		if src.Archive.IdentitySecretRef != nil {
+			out = append(out, targetSecret.need(namespace, src.Archive.IdentitySecretRef.Name))
+		}
+		if src.Archive.OCI != nil && src.Archive.OCI.CredentialsSecretRef != nil {
+			out = append(out, targetSecret.need(namespace, src.Archive.OCI.CredentialsSecretRef.Name))
+		}
+	} else if a := spec.Target.Archive; a != nil {
 		if a.RecipientsSecretRef != nil {
 			out = append(out, targetSecret.need(namespace, a.RecipientsSecretRef.Name))
 		}

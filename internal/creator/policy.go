@@ -161,13 +161,16 @@ func namespaceSlot(r right, i int) admissionregistrationv1.Validation {
 func targetSecretValidation() []admissionregistrationv1.Validation {
 	r := targetSecret
 	// Each Secret the spec may name, by the field that names it: the
-	// target's kubeconfig, or a backup's public keys and registry
-	// credentials (a backup names no kubeconfig).
+	// target's kubeconfig, a backup's public keys, a restore's private
+	// keys, and registry credentials (a backup names no kubeconfig, a
+	// restore no target).
 	var out []admissionregistrationv1.Validation
 	for _, f := range []struct{ present, field, path string }{
-		{"has(object.spec.target.kubeconfigSecretRef)", "object.spec.target.kubeconfigSecretRef.name", "spec.target.kubeconfigSecretRef"},
-		{"has(object.spec.target.archive) && has(object.spec.target.archive.recipientsSecretRef)", "object.spec.target.archive.recipientsSecretRef.name", "spec.target.archive.recipientsSecretRef"},
-		{"has(object.spec.target.archive) && has(object.spec.target.archive.oci) && has(object.spec.target.archive.oci.credentialsSecretRef)", "object.spec.target.archive.oci.credentialsSecretRef.name", "spec.target.archive.oci.credentialsSecretRef"},
+		{"has(object.spec.target) && has(object.spec.target.kubeconfigSecretRef)", "object.spec.target.kubeconfigSecretRef.name", "spec.target.kubeconfigSecretRef"},
+		{"has(object.spec.target) && has(object.spec.target.archive) && has(object.spec.target.archive.recipientsSecretRef)", "object.spec.target.archive.recipientsSecretRef.name", "spec.target.archive.recipientsSecretRef"},
+		{"has(object.spec.target) && has(object.spec.target.archive) && has(object.spec.target.archive.oci) && has(object.spec.target.archive.oci.credentialsSecretRef)", "object.spec.target.archive.oci.credentialsSecretRef.name", "spec.target.archive.oci.credentialsSecretRef"},
+		{"has(object.spec.source) && has(object.spec.source.archive.identitySecretRef)", "object.spec.source.archive.identitySecretRef.name", "spec.source.archive.identitySecretRef"},
+		{"has(object.spec.source) && has(object.spec.source.archive.oci) && has(object.spec.source.archive.oci.credentialsSecretRef)", "object.spec.source.archive.oci.credentialsSecretRef.name", "spec.source.archive.oci.credentialsSecretRef"},
 	} {
 		out = append(out, forbidden("!variables.creating || !("+f.present+") || "+r.check("request.namespace", f.field),
 			fmt.Sprintf(`request.userInfo.username + ' may not %s secret ' + %s + ' in namespace ' + request.namespace + ', which %s names, and %s'`, r.verb, f.field, f.path, escape(r.why))))

@@ -161,6 +161,21 @@ func BackupChecks() []Check {
 	return out
 }
 
+// RestoreChecks are the checks of a restore's spec (spec.source.archive)
+// before its archive is read: the creator's rights first, then its
+// selectors. What the archive holds is checked against the cluster it
+// restores into by the reconciler (package backup).
+func RestoreChecks() []Check {
+	forRestores := map[string]bool{"creator-policy": true, "creator": true, "selectors": true}
+	var out []Check
+	for _, c := range Checks() {
+		if forRestores[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Evaluate runs the checks in order, every one of them, so that a dry run
 // reports every finding at once, not only the first; once the access check
 // has found access missing, only the checks that read no more than it did

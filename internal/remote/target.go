@@ -30,6 +30,9 @@ type Target struct {
 	// Insecure is set when the kubeconfig skips verifying the server's
 	// certificate (insecure-skip-tls-verify): used, but warned about.
 	Insecure bool
+	// Local is set for the cluster the operator runs in, when it is the
+	// target: a restore's (no kubeconfig, no second cluster).
+	Local bool
 }
 
 // Clients builds target clients from kubeconfig Secrets and keeps them while

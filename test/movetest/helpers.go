@@ -421,3 +421,50 @@ func WarningNotes(ctx context.Context, g Gomega, mo *movev1alpha1.MoveOperation,
 	}
 	return notes
 }
+
+// LoseFleet removes every object of the fleet from the source, and its
+// namespaces, as a management cluster that was lost no longer holds them,
+// and waits until the namespaces are gone, so that a restore can create
+// them again.
+func LoseFleet(t *testing.T, f *fleet.Fleet) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := Env.Source.Client
+	var err error
+	for err = purge(ctx, c, f.Namespaces, f.Identities...); err != nil && ctx.Err() == nil; err = purge(ctx, c, f.Namespaces, f.Identities...) {
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("removing the fleet from the source: %v", err)
+	}
+	// The credentials of the fleet's identities live in the providers'
+	// namespaces: a lost cluster lost them too (the garbage collector
+	// would, at its own pace).
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets); err != nil {
+		t.Fatal(err)
+	}
+	for i := range secrets.Items {
+		for _, ref := range secrets.Items[i].OwnerReferences {
+			if contains(f.Identities, ref.Name) {
+				if err := c.Delete(ctx, &secrets.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+	}
+	for _, ns := range f.Namespaces {
+		for {
+			err := c.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("namespace %s is still there: %v", ns, err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+}

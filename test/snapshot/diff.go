@@ -2,9 +2,12 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Diff describes how got differs from want, or returns "" when they are
@@ -44,4 +47,32 @@ func indent(s string) string {
 		lines[i] = "    " + l
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// PausedOnce leaves out of a copy of s the generations the Clusters'
+// statuses observed. A move's or a backup's pause is a change of spec
+// (spec.paused), so the copied or archived Clusters' statuses observed the
+// generation before it; a copy made from them is a new object, whose
+// status observed none of its generations and says so by leaving
+// observedGeneration out (see move's mapping of generations), where the
+// source's resumed Cluster still names the older one. Both mean the same
+// to a controller: not reconciled since the pause.
+func PausedOnce(s *Snapshot) *Snapshot {
+	out := &Snapshot{Objects: slices.Clone(s.Objects)}
+	for i, o := range out.Objects {
+		if o.Kind != "Cluster.cluster.x-k8s.io" {
+			continue
+		}
+		status, _ := runtime.DeepCopyJSONValue(o.Status).(map[string]any)
+		delete(status, "observedGeneration")
+		conditions, _, _ := unstructured.NestedSlice(status, "conditions")
+		for _, c := range conditions {
+			delete(c.(map[string]any), "observedGeneration")
+		}
+		if conditions != nil {
+			_ = unstructured.SetNestedSlice(status, conditions, "conditions")
+		}
+		out.Objects[i].Status = status
+	}
+	return out
 }

@@ -20,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -151,32 +150,6 @@ func targetKinds(t *testing.T, ctx context.Context, target client.Client) *graph
 // withStatus captures objects, statuses and every manager's fields.
 var withStatus = snapshot.Options{Status: true, UpdateManagers: true}
 
-// pausedOnce leaves out the generations the Clusters' statuses observed.
-// The backup's pause is a change of spec (spec.paused), so the archived
-// Clusters' statuses observed the generation before it; a restored copy
-// is a new object, whose status observed none of its generations, and
-// says so by leaving observedGeneration out (see move.mapGenerations),
-// where the source's resumed Cluster still names the older generation.
-// Both mean the same to a controller: not reconciled since the pause.
-func pausedOnce(s *snapshot.Snapshot) *snapshot.Snapshot {
-	for i, o := range s.Objects {
-		if o.Kind != "Cluster.cluster.x-k8s.io" {
-			continue
-		}
-		status, _ := runtime.DeepCopyJSONValue(o.Status).(map[string]any)
-		delete(status, "observedGeneration")
-		conditions, _, _ := unstructured.NestedSlice(status, "conditions")
-		for _, c := range conditions {
-			delete(c.(map[string]any), "observedGeneration")
-		}
-		if conditions != nil {
-			_ = unstructured.SetNestedSlice(status, conditions, "conditions")
-		}
-		s.Objects[i].Status = status
-	}
-	return s
-}
-
 func TestABackupInARegistryRestoresIntoAnotherClusterAsTheSourceWasAfterCrashes(t *testing.T) {
 	reg := startRegistry(t)
 	ctx := testContext(t)
@@ -231,7 +204,7 @@ func TestABackupInARegistryRestoresIntoAnotherClusterAsTheSourceWasAfterCrashes(
 	}
 
 	t.Run("the target holds what the source held, statuses and managers included", func(t *testing.T) {
-		if d := snapshot.Diff(pausedOnce(before), pausedOnce(f.take(t, ctx, m.target, withStatus))); d != "" {
+		if d := snapshot.Diff(snapshot.PausedOnce(before), snapshot.PausedOnce(f.take(t, ctx, m.target, withStatus))); d != "" {
 			t.Errorf("the target differs from the source (-source +target):\n%s", d)
 		}
 	})
