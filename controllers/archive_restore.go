@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -99,13 +101,12 @@ func (r *MoveOperationReconciler) restoreOf(ctx context.Context, mo *movev1alpha
 	if finding != nil || err != nil {
 		return nil, finding, err
 	}
-	rc, err := store.Open(ctx, src.Location)
-	if err != nil {
+	a, err := readArchive(ctx, store, src.Location, ids)
+	var unreachable *unreachableArchive
+	if errors.As(err, &unreachable) {
 		return nil, &preflight.Finding{Reason: movev1alpha1.ReasonArchiveUnreadable, Retry: true, Message: fmt.Sprintf(
-			"the archive %s cannot be read: %v; check spec.source.archive.location and the store (the restore waits)", src.Location, err)}, nil
+			"the archive %s cannot be read: %v; check spec.source.archive.location and the store (the restore waits)", src.Location, unreachable.err)}, nil
 	}
-	defer rc.Close() //nolint:errcheck // read only
-	a, err := archive.Read(rc, ids...)
 	if err != nil {
 		return nil, &preflight.Finding{Reason: movev1alpha1.ReasonArchiveUnreadable, Message: fmt.Sprintf(
 			"the archive %s: %v; nothing was written", src.Location, err)}, nil
@@ -113,6 +114,38 @@ func (r *MoveOperationReconciler) restoreOf(ctx context.Context, mo *movev1alpha
 	rs := &backup.Restore{Archive: a, Target: r.Source, Operation: string(mo.UID), Options: r.Move}
 	mem.restoring = rs
 	return rs, nil, nil
+}
+
+// unreachableArchive: the archive could not be opened (as opposed to
+// opened and found damaged, or not for the key given).
+type unreachableArchive struct{ err error }
+
+func (u *unreachableArchive) Error() string { return u.err.Error() }
+
+// readArchive reads the archive at location in store: an archive file or
+// artifact, or, in the archive directory, a directory of one object per
+// file (clusterctl move --to-directory's, or an archive unpacked).
+func readArchive(ctx context.Context, store backupstore.Store, location string, ids []age.Identity) (*archive.Archive, error) {
+	if d, ok := store.(backupstore.Directory); ok {
+		path := filepath.Join(d.Path, location)
+		if filepath.IsAbs(location) {
+			path = filepath.Clean(location)
+		}
+		// Only what is in the archive directory: a MoveOperation must not
+		// have the operator read files of its own.
+		if filepath.Dir(path) != filepath.Clean(d.Path) {
+			return nil, &unreachableArchive{fmt.Errorf("%s is not an archive of the archive directory %s: name a file or directory in it", location, d.Path)}
+		}
+		if info, err := os.Stat(path); err == nil && info.IsDir() {
+			return archive.ReadDirectory(path)
+		}
+	}
+	rc, err := store.Open(ctx, location)
+	if err != nil {
+		return nil, &unreachableArchive{err}
+	}
+	defer rc.Close() //nolint:errcheck // read only
+	return archive.Read(rc, ids...)
 }
 
 // archiveSourceStore is the store a restore reads its archive from.
@@ -243,15 +276,15 @@ func (r *MoveOperationReconciler) startRestoring(ctx context.Context, s *scope) 
 	if finding != nil {
 		return outcome{}, fmt.Errorf("%s (changed since the restore validated)", finding.Message)
 	}
+	kinds, err := graph.DiscoverTypes(ctx, r.Source)
+	if err != nil {
+		return outcome{}, err
+	}
 	plan, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
 	if err != nil {
 		return outcome{}, err
 	}
 	if !found {
-		kinds, err := graph.DiscoverTypes(ctx, r.Source)
-		if err != nil {
-			return outcome{}, err
-		}
 		if plan, err = rs.Plan(ctx, kinds); err != nil {
 			return outcome{}, err
 		}
@@ -267,7 +300,7 @@ func (r *MoveOperationReconciler) startRestoring(ctx context.Context, s *scope) 
 	rs.OnCopied = func(ctx context.Context, group int, uids []types.UID) error {
 		return planrecord.SaveCopies(ctx, r.Source, mo, group, uids)
 	}
-	mem.copyPlan, mem.copier, mem.nextCopy = plan, rs.Copier(plan), 0
+	mem.copyPlan, mem.copier, mem.nextCopy = plan, rs.Copier(plan, kinds), 0
 	return done(), nil
 }
 

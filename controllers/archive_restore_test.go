@@ -11,59 +11,18 @@ import (
 
 	"filippo.io/age"
 	. "github.com/onsi/gomega"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/controllers"
-	"github.com/move-operator/move-operator/internal/targetaccess"
+	"github.com/move-operator/move-operator/internal/archive"
 	"github.com/move-operator/move-operator/test/fleet"
-	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/movetest"
 	"github.com/move-operator/move-operator/test/snapshot"
-	"github.com/move-operator/move-operator/test/testenv"
 )
-
-// restoreSpec is a restore of the archive at location in the operator's
-// archive directory, read with the key of Secret keys.
-func restoreSpec(location, keys string) movev1alpha1.MoveOperationSpec {
-	return movev1alpha1.MoveOperationSpec{Source: &movev1alpha1.SourceSpec{Archive: movev1alpha1.ArchiveSource{
-		Directory: &movev1alpha1.DirectoryStore{}, Location: location,
-		IdentitySecretRef: &movev1alpha1.SecretKeyReference{Name: keys, Key: "identity"},
-	}}}
-}
-
-// allowRestores gives the operator, in the cluster it runs in, the rights
-// of a move's target, as docs/disaster-recovery.md says: the ClusterRole of
-// dist/target-access.yaml bound to its ServiceAccount.
-func allowRestores(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	root, err := testenv.RepositoryRoot("go test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := os.ReadFile(filepath.Join(root, installed.TargetAccessPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := targetaccess.Grant(ctx, movetest.Env.Source.Config, manifest, targetaccess.Options{}); err != nil {
-		t.Fatalf("applying the target's access in the source: %v", err)
-	}
-	id := movetest.OperatorIdentity
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "move-operator-restore-" + rand.String(4)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "move-operator-target"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: id.Namespace, Name: id.ServiceAccount}},
-	}
-	if err := movetest.Env.Source.Client.Create(ctx, crb); err != nil {
-		t.Fatalf("binding the target's role to the operator: %v", err)
-	}
-	t.Cleanup(func() { _ = movetest.Env.Source.Client.Delete(context.Background(), crb) })
-}
 
 // TestARestoreBringsTheFleetBackIntoAClusterThatLostIt: a fleet backed up
 // by a MoveOperation, then lost from the cluster, comes back with a
@@ -84,22 +43,19 @@ func TestARestoreBringsTheFleetBackIntoAClusterThatLostIt(t *testing.T) {
 	before, err := snapshot.Take(ctx, movetest.Env.Source.Client, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	movetest.StartOperator(t, movetest.OperatorOptions{Archives: controllers.Archives{Directory: t.TempDir(), SpoolDirectory: t.TempDir()}})
+	archives := t.TempDir()
+	movetest.StartOperator(t, movetest.OperatorOptions{Archives: controllers.Archives{Directory: archives, SpoolDirectory: t.TempDir()}})
 	ns := movetest.OpsNamespace(t)
-	id, keys := backupKeys(t, ns)
-	movetest.NewSecret(t, ns, "restore-key", map[string][]byte{"identity": []byte(id.String() + "\n")})
-	backedUp := movetest.NewMoveOperation(t, ns, "backup", movev1alpha1.MoveOperationSpec{
-		Target:     movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, RecipientsSecretRef: keys}},
-		Namespaces: f.Namespaces,
-	})
+	id, keys, key := movetest.BackupKeys(t, ns)
+	backedUp := movetest.NewMoveOperation(t, ns, "backup", movetest.BackupSpec(keys, f.Namespaces))
 	backedUp, _ = movetest.WaitForPhase(t, backedUp, movev1alpha1.PhaseDone, 4*time.Minute)
-	location := filepath.Base(backedUp.Status.Archive.Location)
+	location := backedUp.Status.Archive.Location
 
 	movetest.LoseFleet(t, f)
 
 	t.Run("without a target's rights in its own cluster the operator refuses, naming them", func(t *testing.T) {
 		g := NewWithT(t)
-		mo := movetest.NewMoveOperation(t, ns, "restore-refused", restoreSpec(location, "restore-key"))
+		mo := movetest.NewMoveOperation(t, ns, "restore-refused", movetest.RestoreSpec(location, key))
 		failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
 		g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonAccessDenied))
 		g.Expect(failed.Status.FailureMessage).To(ContainSubstring("--clusterrole=move-operator-target"))
@@ -113,14 +69,14 @@ func TestARestoreBringsTheFleetBackIntoAClusterThatLostIt(t *testing.T) {
 		other, err := age.GenerateX25519Identity()
 		g.Expect(err).NotTo(HaveOccurred())
 		movetest.NewSecret(t, ns, "wrong-key", map[string][]byte{"identity": []byte(other.String())})
-		mo := movetest.NewMoveOperation(t, ns, "restore-wrong-key", restoreSpec(location, "wrong-key"))
+		mo := movetest.NewMoveOperation(t, ns, "restore-wrong-key", movetest.RestoreSpec(location, &movev1alpha1.SecretKeyReference{Name: "wrong-key", Key: "identity"}))
 		failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
 		g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonArchiveUnreadable))
 		movetest.AssertNothingWritten(g, failed)
 	})
 
-	allowRestores(t)
-	mo := movetest.NewMoveOperation(t, ns, "restore", restoreSpec(location, "restore-key"))
+	movetest.AllowRestores(t)
+	mo := movetest.NewMoveOperation(t, ns, "restore", movetest.RestoreSpec(location, key))
 	done, seen := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
 
 	t.Run("it went through the move's phases but those of a source cluster", func(t *testing.T) {
@@ -152,11 +108,45 @@ func TestARestoreBringsTheFleetBackIntoAClusterThatLostIt(t *testing.T) {
 
 	t.Run("a second restore of the archive names what is in its way and writes nothing", func(t *testing.T) {
 		g := NewWithT(t)
-		again := movetest.NewMoveOperation(t, ns, "restore-again", restoreSpec(location, "restore-key"))
+		again := movetest.NewMoveOperation(t, ns, "restore-again", movetest.RestoreSpec(location, key))
 		failed, _ := movetest.WaitForPhase(t, again, movev1alpha1.PhaseFailed, 2*time.Minute)
 		g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonTargetConflict))
 		g.Expect(failed.Status.FailureMessage).To(ContainSubstring(f.Clusters[0].Name))
 		g.Expect(snapshot.Diff(snapshot.PausedOnce(before), snapshot.PausedOnce(snapshotOf(ctx, g, opts)))).To(BeEmpty())
+	})
+
+	t.Run("a directory as clusterctl move --to-directory writes it is restored too, its Clusters resumed", func(t *testing.T) {
+		g := NewWithT(t)
+		movetest.LoseFleet(t, f)
+		// clusterctl's layout: one file per object, no index, in the clear.
+		a := readArchive(t, backedUp.Status.Archive.Location, id)
+		unpacked := filepath.Join(t.TempDir(), "unpacked")
+		g.Expect(archive.Unpack(a, unpacked)).To(Succeed())
+		dir := filepath.Join(archives, "from-clusterctl")
+		g.Expect(os.Rename(filepath.Join(unpacked, "objects"), dir)).To(Succeed())
+		// clusterctl pauses what it writes without saying who paused it.
+		files, err := os.ReadDir(dir)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, file := range files {
+			path := filepath.Join(dir, file.Name())
+			data, err := os.ReadFile(path)
+			g.Expect(err).NotTo(HaveOccurred())
+			u := &unstructured.Unstructured{}
+			g.Expect(u.UnmarshalJSON(data)).To(Succeed())
+			annotations := u.GetAnnotations()
+			delete(annotations, movev1alpha1.PausedByAnnotation)
+			u.SetAnnotations(annotations)
+			data, err = u.MarshalJSON()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
+		}
+		mo := movetest.NewMoveOperation(t, ns, "restore-clusterctl", movev1alpha1.MoveOperationSpec{Source: &movev1alpha1.SourceSpec{Archive: movev1alpha1.ArchiveSource{
+			Directory: &movev1alpha1.DirectoryStore{}, Location: "from-clusterctl"}}})
+		movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
+		after := snapshotOf(ctx, g, opts)
+		g.Expect(after.Objects).To(HaveLen(len(before.Objects)))
+		movetest.AssertOwnersExist(ctx, g, movetest.Env.Source.Client, f.Namespaces)
+		movetest.AssertNoMoveMarks(ctx, g, movetest.Env.Source.Client, f.Namespaces)
 	})
 }
 

@@ -143,10 +143,14 @@ func (r *MoveOperationReconciler) reassertBypassAfter(ctx context.Context, s *sc
 	if len(failed) == 0 {
 		return
 	}
-	clusters := []clusterClient{{role: movev1alpha1.ClusterSource, client: r.Source}}
-	if s.mo.Spec.IsRestore() {
-		clusters[0].role = movev1alpha1.ClusterTarget // the operator's own cluster is a restore's target
-	} else if !s.mo.Spec.Target.IsBackup() { // a backup has no target cluster
+	var clusters []clusterClient
+	switch {
+	case s.mo.Spec.IsRestore():
+		clusters = r.clusters(r.localTarget())
+	case s.mo.Spec.Target.IsBackup():
+		clusters = r.clusters(nil)
+	default:
+		clusters = []clusterClient{{role: movev1alpha1.ClusterSource, client: r.Source}}
 		if target, err := r.Targets.Get(ctx, s.mo.Namespace, s.mo.Spec.Target.KubeconfigSecretRef); err == nil {
 			clusters = append(clusters, clusterClient{role: movev1alpha1.ClusterTarget, client: target.Client})
 		}

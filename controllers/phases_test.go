@@ -465,6 +465,64 @@ func TestThePathOfASuccessfulMoveIsTheTablesSuccessorsFromPendingToDone(t *testi
 	}
 }
 
+// A backup and a restore go through the move's table, leaving out the
+// phases of the cluster they do not have, and run their own sub-steps
+// where their work differs; a move runs none of theirs.
+func TestABackupAndARestoreTakeTheMovesPathWithoutThePhasesOfTheClusterTheyLack(t *testing.T) {
+	P := movev1alpha1.PhasePending
+	backup := &movev1alpha1.MoveOperation{Spec: movev1alpha1.MoveOperationSpec{Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, Unencrypted: true}}}}
+	restore := &movev1alpha1.MoveOperation{Spec: movev1alpha1.MoveOperationSpec{Source: &movev1alpha1.SourceSpec{Archive: movev1alpha1.ArchiveSource{Directory: &movev1alpha1.DirectoryStore{}, Location: "a"}}}}
+	for _, c := range []struct {
+		mo   *movev1alpha1.MoveOperation
+		want []movev1alpha1.MovePhase
+	}{
+		{moveIn(), []movev1alpha1.MovePhase{P, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording, movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseDeleting, movev1alpha1.PhaseRestoringTarget, movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone}},
+		{backup, []movev1alpha1.MovePhase{P, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording, movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseRestoringSource, movev1alpha1.PhaseDone}},
+		{restore, []movev1alpha1.MovePhase{P, movev1alpha1.PhaseValidating, movev1alpha1.PhaseRecording, movev1alpha1.PhaseScalingDown, movev1alpha1.PhaseCopying, movev1alpha1.PhaseRestoringTarget, movev1alpha1.PhaseDone}},
+	} {
+		if got := PathOf(c.mo); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("the path of %s is %v, want %v", kindOfOperation(c.mo), got, c.want)
+		}
+	}
+	for _, p := range phaseOrder {
+		if len(p.steps) == 0 {
+			continue
+		}
+		if got := p.stepsOf(moveIn()); &got[0] != &p.steps[0] {
+			t.Errorf("a move runs other sub-steps than the table's in %s", p.phase)
+		}
+		for _, mo := range []*movev1alpha1.MoveOperation{backup, restore} {
+			steps := p.stepsOf(mo)
+			if len(steps) == 0 {
+				t.Errorf("a %s runs no sub-step in %s", kindOfOperation(mo), p.phase)
+			}
+		}
+	}
+	// What differs: a backup writes the archive, a restore reads it.
+	names := func(steps []subStep) (out []string) {
+		for _, st := range steps {
+			out = append(out, st.name)
+		}
+		return out
+	}
+	if got := names(copyingPhase.stepsOf(backup)); !strings.Contains(strings.Join(got, ","), "write the archive") {
+		t.Errorf("a backup's Copying runs %v, no write of the archive", got)
+	}
+	if got := names(validatingPhase.stepsOf(restore)); fmt.Sprint(got) != "[check]" || &validatingPhase.stepsOf(restore)[0] == &validatingPhase.steps[0] {
+		t.Errorf("a restore's Validating runs the move's checks: %v", got)
+	}
+}
+
+func kindOfOperation(mo *movev1alpha1.MoveOperation) string {
+	switch {
+	case mo.Spec.IsRestore():
+		return "restore"
+	case mo.Spec.Target.IsBackup():
+		return "backup"
+	}
+	return "move"
+}
+
 // Where the move's controllers are meant to be at zero (and so where a
 // webhook that lost its bypass gets it back) is a column of the table.
 func TestTheControllersAreDownFromScalingDownToDeletingAndInARollbacksTargetUntilItIsCleared(t *testing.T) {

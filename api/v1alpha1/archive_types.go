@@ -130,7 +130,9 @@ type ArchiveSource struct {
 	// status.archive.location says it: a file's name (or path) in the
 	// archive directory, or a registry reference pinned by digest
 	// (registry/repository@sha256:..., or sha256:... of the repository).
-	// A digest is what a restore should name: a tag may have moved.
+	// A digest is what a restore should name: a tag may have moved. In the
+	// archive directory it may also name a directory that clusterctl move
+	// --to-directory wrote (or manager archive decrypt unpacked).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024

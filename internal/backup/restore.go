@@ -66,7 +66,7 @@ func (r *Restore) Run(ctx context.Context, kinds *graph.Types) (*graph.Plan, err
 	if err := r.Check(ctx, p); err != nil {
 		return nil, err
 	}
-	c := r.Copier(p)
+	c := r.Copier(p, kinds)
 	for group := range p.Groups {
 		if _, err := c.CopyGroup(ctx, group); err != nil {
 			return p, fmt.Errorf("restoring: %w", err)
@@ -140,10 +140,12 @@ func (r *Restore) isOurs(ctx context.Context, ref graph.ObjectRef) (bool, error)
 // Copier returns the move's Copier of the plan from the archive into the
 // target, statuses carried: a restore brings back what the providers keep
 // in status (a host's provisioning state), so that nothing provisions
-// again.
-func (r *Restore) Copier(p *graph.Plan) *move.Copier {
+// again. kinds are the target's (graph.DiscoverTypes): the statuses go
+// through its status subresources, and a plan read back from its record
+// knows no kinds of its own.
+func (r *Restore) Copier(p *graph.Plan, kinds *graph.Types) *move.Copier {
 	c := move.NewCopier(r.source(), r.Target, p, r.Operation, r.Options).
-		CarryStatus(move.StatusSubresources(p.Types())).
+		CarryStatus(move.StatusSubresources(kinds)).
 		WithCopies(r.Copies)
 	if r.OnCopied != nil {
 		c = c.OnCopied(r.OnCopied)

@@ -42,14 +42,19 @@ func (d Directory) Put(_ context.Context, name string, write func(io.Writer) err
 	return Stored{Location: path, Digest: digest, Size: size}, nil
 }
 
-// Open opens Path/ref, or ref when it is a path into Path.
+// Open opens Path/ref, or ref when it is the path of a file of Path
+// (what Put returned as Location); never a file elsewhere.
 func (d Directory) Open(_ context.Context, ref string) (io.ReadCloser, error) {
-	path := ref
-	if !filepath.IsAbs(ref) {
-		if err := checkName(ref); err != nil {
-			return nil, err
+	path := filepath.Join(d.Path, ref)
+	if filepath.IsAbs(ref) {
+		path = filepath.Clean(ref)
+		if filepath.Dir(path) != filepath.Clean(d.Path) {
+			return nil, fmt.Errorf("%s is not an archive of %s: name a file of that directory", ref, d.Path)
 		}
-		path = filepath.Join(d.Path, ref)
+		ref = filepath.Base(path)
+	}
+	if err := checkName(ref); err != nil {
+		return nil, err
 	}
 	f, err := os.Open(path)
 	if err != nil {

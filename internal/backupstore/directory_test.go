@@ -61,3 +61,20 @@ func TestADirectoryKeepsAnArchiveWholeOrNotAtAll(t *testing.T) {
 		}
 	}
 }
+
+// A reference outside the directory is refused, whatever form it takes: a
+// MoveOperation names it, and must not have the operator read its files.
+func TestADirectoryStoreOpensNothingOutsideItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("not yours"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := Directory{Path: dir}
+	for _, ref := range []string{outside, "../" + filepath.Base(filepath.Dir(outside)) + "/secret", filepath.Join(dir, "..", "x"), "/etc/hostname"} {
+		if rc, err := d.Open(context.Background(), ref); err == nil {
+			rc.Close()
+			t.Errorf("Open(%q) opened a file outside %s", ref, dir)
+		}
+	}
+}

@@ -146,10 +146,7 @@ func openBytes(ctx context.Context, ref string, opts options) (io.ReadCloser, er
 		}
 		return f, nil
 	}
-	repo := location
-	if i := strings.LastIndexAny(location, "@:"); i > strings.LastIndex(location, "/") {
-		repo = location[:i]
-	}
+	repo := repositoryOf(location)
 	store := backupstore.OCI{Repository: repo}
 	if opts.registryAuth != "" {
 		data, err := os.ReadFile(opts.registryAuth)
@@ -161,6 +158,19 @@ func openBytes(ctx context.Context, ref string, opts options) (io.ReadCloser, er
 		}
 	}
 	return store.Open(ctx, location)
+}
+
+// repositoryOf is the repository of a registry reference: what comes
+// before its digest (@sha256:...), or else before its tag (a ':' after
+// the last '/', which a registry's port is not).
+func repositoryOf(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		return ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[:i]
+	}
+	return ref
 }
 
 func identities(path string) ([]age.Identity, error) {

@@ -129,3 +129,16 @@ func TestArchiveSaysWhatIsWrong(t *testing.T) {
 		t.Errorf("an unknown verb: %v", err)
 	}
 }
+
+func TestARegistryReferenceNamesItsRepository(t *testing.T) {
+	for ref, want := range map[string]string{
+		"registry.example.com:5000/backups/mgmt@sha256:0123abcd": "registry.example.com:5000/backups/mgmt",
+		"registry.example.com:5000/backups/mgmt:nightly":         "registry.example.com:5000/backups/mgmt",
+		"registry.example.com:5000/backups/mgmt":                 "registry.example.com:5000/backups/mgmt",
+		"127.0.0.1:5000/fleet@sha256:0123abcd":                   "127.0.0.1:5000/fleet",
+	} {
+		if got := repositoryOf(ref); got != want {
+			t.Errorf("repositoryOf(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}

@@ -35,18 +35,6 @@ import (
 	"github.com/move-operator/move-operator/test/snapshot"
 )
 
-// backupKeys makes an age key pair and puts its public key in a Secret of
-// ns, as a user gives a backup the keys to encrypt to.
-func backupKeys(t *testing.T, ns string) (*age.X25519Identity, *movev1alpha1.SecretKeyReference) {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	movetest.NewSecret(t, ns, "backup-keys", map[string][]byte{"recipients": []byte("# the fleet's backup key\n" + id.Recipient().String() + "\n")})
-	return id, &movev1alpha1.SecretKeyReference{Name: "backup-keys", Key: "recipients"}
-}
-
 // TestABackupWritesTheFleetToAnEncryptedArchiveAndLeavesTheSourceAsItWas:
 // a MoveOperation whose target is an archive goes through the move's
 // phases but Deleting and RestoringTarget, stops and restores the source's
@@ -73,7 +61,7 @@ func TestABackupWritesTheFleetToAnEncryptedArchiveAndLeavesTheSourceAsItWas(t *t
 	dir := t.TempDir()
 	movetest.StartOperator(t, movetest.OperatorOptions{Archives: controllers.Archives{Directory: dir, SpoolDirectory: t.TempDir()}})
 	ns := movetest.OpsNamespace(t)
-	id, keys := backupKeys(t, ns)
+	id, keys, _ := movetest.BackupKeys(t, ns)
 	mo := movetest.NewMoveOperation(t, ns, "nightly", movev1alpha1.MoveOperationSpec{
 		Target:     movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, RecipientsSecretRef: keys}},
 		Namespaces: f.Namespaces,
