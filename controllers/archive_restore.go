@@ -201,7 +201,7 @@ func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope)
 	}
 	if outside := namespacesNotNamed(rs.Archive, mo.Spec.Namespaces); len(outside) > 0 {
 		return failWith(movev1alpha1.ReasonArchiveNotRestorable, fmt.Sprintf(
-			"the archive holds objects of namespaces %s, which spec.namespaces does not name; a restore restores the whole archive: name them too, or leave spec.namespaces out", strings.Join(outside, ", "))), nil
+			"the archive was taken of namespaces %s, which spec.namespaces does not name; a restore restores the whole archive: name them too, or leave spec.namespaces out", strings.Join(outside, ", "))), nil
 	}
 	kinds, err := graph.DiscoverTypes(ctx, r.Source)
 	if err != nil {
@@ -247,16 +247,28 @@ func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope)
 	return done(), nil
 }
 
-// namespacesNotNamed returns the namespaces of the archive's objects that
-// named does not hold; none when named is empty (every namespace).
+// namespacesNotNamed returns the namespaces the archive was taken of (its
+// backup's spec.namespaces; those of its objects when it names none) that
+// named does not hold; none when named is empty (every namespace). Objects
+// the backup's graph reached in other namespaces (an identity's
+// credentials in a provider's namespace) come with them, as in a move: the
+// creator's right to create them is asked of each (creator.AskRestore).
 func namespacesNotNamed(a *archive.Archive, named []string) []string {
 	if len(named) == 0 {
 		return nil
 	}
+	taken := a.Index.Namespaces
+	if len(taken) == 0 {
+		for _, e := range a.Index.Objects {
+			if e.Namespace != "" {
+				taken = append(taken, e.Namespace)
+			}
+		}
+	}
 	var out []string
-	for _, e := range a.Index.Objects {
-		if e.Namespace != "" && !slices.Contains(named, e.Namespace) && !slices.Contains(out, e.Namespace) {
-			out = append(out, e.Namespace)
+	for _, ns := range taken {
+		if !slices.Contains(named, ns) && !slices.Contains(out, ns) {
+			out = append(out, ns)
 		}
 	}
 	slices.Sort(out)

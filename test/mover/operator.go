@@ -147,6 +147,16 @@ func (o *Operator) Stop() error {
 	return o.run.Err()
 }
 
+// ServiceAccount is the namespace and name of the ServiceAccount the
+// operator runs as, in the cluster it is installed in.
+func (o *Operator) ServiceAccount() (namespace, name string) {
+	return o.process.Identity.Namespace, o.process.Identity.ServiceAccount
+}
+
+// Namespace is where Move creates its MoveOperations, and where the
+// Secrets they name go.
+func (o *Operator) Namespace() string { return moveNamespace }
+
 // LogPath is the operator's log.
 func (o *Operator) LogPath() string { return o.run.LogPath }
 

@@ -89,6 +89,8 @@ type Env struct {
 	SelfHosted *workload.Server
 
 	cloudLog *os.File
+	// opts are the options the pair was started with, for StartManagement.
+	opts Options
 }
 
 // Management is one local management cluster with a client for it.
@@ -109,7 +111,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	began := time.Now()
-	env := &Env{}
+	env := &Env{opts: opts}
 	if opts.InMemory && opts.Controllers {
 		var err error
 		if env.InMemory, err = inmemorycloud.New(); err != nil {
@@ -236,6 +238,34 @@ func startManagement(ctx context.Context, name string, opts Options, env *Env, c
 		}
 	}
 	return m, nil
+}
+
+// StartManagement starts one more management cluster beside the pair,
+// set up as Start set them up (Cluster API, and its controllers on the
+// same simulated clouds and workload API server), but never self-hosted:
+// for a test that needs a cluster of its own, such as one it loses
+// (Lose). The test stops it; Env.Stop does not.
+func (e *Env) StartManagement(ctx context.Context, name string) (*Management, error) {
+	opts := e.opts
+	opts.SelfHosted = false
+	m, err := startManagement(ctx, name, opts, e, nil)
+	if err != nil {
+		return nil, errors.Join(err, m.Lose())
+	}
+	return m, nil
+}
+
+// Lose stops a management cluster as one that is lost: its controllers
+// stop, its processes end, its data is removed (its logs stay).
+func (m *Management) Lose() error {
+	if m == nil || m.Cluster == nil {
+		return nil
+	}
+	var errs []error
+	if m.CAPI != nil {
+		errs = append(errs, m.CAPI.Stop())
+	}
+	return errors.Join(append(errs, m.Stop())...)
 }
 
 // Stop stops both clusters (logs stay; see RemoveLogs).
