@@ -169,10 +169,19 @@ func (r *MoveOperationReconciler) checkArchive(ctx context.Context, mo *movev1al
 	} else if f != nil {
 		out = append(out, *f)
 	}
-	if _, f, err := r.archiveStore(ctx, mo); err != nil {
+	store, f, err := r.archiveStore(ctx, mo)
+	switch {
+	case err != nil:
 		return nil, err
-	} else if f != nil {
+	case f != nil:
 		out = append(out, *f)
+	default:
+		if oci, ok := store.(backupstore.OCI); ok {
+			// Asked now, not found once every controller is stopped.
+			if err := oci.CheckPush(ctx); err != nil {
+				out = append(out, preflight.Finding{Reason: movev1alpha1.ReasonArchiveStoreUnusable, Retry: true, Message: err.Error() + " (the backup waits; nothing is stopped)"})
+			}
+		}
 	}
 	for i := range out {
 		out[i].Check = "archive"

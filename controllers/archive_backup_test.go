@@ -213,6 +213,30 @@ func TestABackupRefusesWhatItCannotWriteBeforeItStopsAnything(t *testing.T) {
 		g.Expect(stalled.Message).To(ContainSubstring("later"))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 	movetest.AssertNothingWritten(g, noKeys)
+	movetest.DeleteMoveOperation(t, noKeys) // it holds the source's claim while it waits
+
+	// A registry that refuses the credentials is found before anything
+	// stops, not after the copy timeout.
+	reg, err := registry.Start(context.Background(), t.TempDir(), registry.Options{User: "backup", Password: "s3cret"})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(reg.Stop)
+	wrong, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.Host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte("backup:wrong"))}}})
+	movetest.NewSecret(t, ns, "wrong-registry", map[string][]byte{corev1.DockerConfigJsonKey: wrong})
+	refused := movetest.NewMoveOperation(t, ns, "refused-by-registry", movev1alpha1.MoveOperationSpec{
+		Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{
+			OCI: &movev1alpha1.OCIStore{Repository: reg.Host + "/fleet", CredentialsSecretRef: &movev1alpha1.LocalSecretReference{Name: "wrong-registry"}}, Unencrypted: true,
+		}},
+		Namespaces: f.Namespaces,
+	})
+	g.Eventually(func(g Gomega) {
+		got := movetest.Get(g, refused)
+		stalled := findCondition(got.Status.Conditions, movev1alpha1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(movev1alpha1.ReasonArchiveStoreUnusable))
+		g.Expect(stalled.Message).To(ContainSubstring("refused the credentials"))
+		g.Expect(stalled.Message).NotTo(ContainSubstring("wrong"))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	movetest.AssertNothingWritten(g, refused)
 }
 
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -120,6 +121,44 @@ func archiveLayer(img v1.Image, r name.Reference) (io.ReadCloser, error) {
 	}
 	return rc, nil
 }
+
+// CheckPush asks the registry whether the credentials may push to
+// Repository, by starting an upload and cancelling it: a backup checks it
+// before it stops anything, rather than find a refusal once every
+// controller is stopped.
+func (o OCI) CheckPush(ctx context.Context) error {
+	ref, err := name.NewTag(o.Repository+":push-check", o.nameOptions()...)
+	if err != nil {
+		return fmt.Errorf("%s is not a registry repository: %w", o.Repository, err)
+	}
+	auth := o.Auth
+	if auth == nil {
+		auth = authn.Anonymous
+	}
+	t := o.Transport
+	if t == nil {
+		// Bounded: a registry that does not answer must not hold a
+		// reconcile for ever.
+		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ResponseHeaderTimeout: 20 * time.Second, TLSHandshakeTimeout: 10 * time.Second}
+	}
+	done := make(chan error, 1)
+	go func() { done <- remote.CheckPushPermission(ref, keychain{auth}, t) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return registryError("checking that "+o.Repository+" takes a push", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("checking that %s takes a push: %w", o.Repository, ctx.Err())
+	}
+}
+
+// keychain gives the same credentials for every registry: those of the
+// store's one repository.
+type keychain struct{ auth authn.Authenticator }
+
+func (k keychain) Resolve(authn.Resource) (authn.Authenticator, error) { return k.auth, nil }
 
 func (o OCI) nameOptions() []name.Option {
 	if o.Insecure {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -151,5 +152,31 @@ func TestARegistryThatGoesAwayMidPushHoldsNoArchive(t *testing.T) {
 	after := OCI{Repository: again.Host + "/fleet/backups", Auth: auth}
 	if _, err := after.Open(ctx, "nightly-1"); err == nil {
 		t.Error("a push that did not finish left an archive under its tag")
+	}
+}
+
+// A backup asks the registry whether it takes a push before it stops
+// anything: the right credentials are let through, wrong ones and a
+// registry that does not answer are named.
+func TestARegistryIsAskedWhetherItTakesAPushBeforeTheBackup(t *testing.T) {
+	ctx := context.Background()
+	r := startRegistry(t, t.TempDir())
+	repository := r.Host + "/fleet/backups"
+	if err := (OCI{Repository: repository, Auth: &authn.Basic{Username: "backup", Password: "s3cret"}}).CheckPush(ctx); err != nil {
+		t.Errorf("the registry's own credentials: %v", err)
+	}
+	err := (OCI{Repository: repository, Auth: &authn.Basic{Username: "backup", Password: "wrong"}}).CheckPush(ctx)
+	if err == nil || !strings.Contains(err.Error(), "refused the credentials") {
+		t.Errorf("wrong credentials: %v, want a refusal of the credentials", err)
+	}
+	if strings.Contains(fmt.Sprint(err), "wrong") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+	if err := (OCI{Repository: repository}).CheckPush(ctx); err == nil {
+		t.Error("an anonymous push was let through a registry that takes only its account")
+	}
+	r.Stop()
+	if err := (OCI{Repository: repository, Auth: &authn.Basic{Username: "backup", Password: "s3cret"}}).CheckPush(ctx); err == nil {
+		t.Error("a registry that is gone was said to take a push")
 	}
 }
