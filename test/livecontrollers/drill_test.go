@@ -26,6 +26,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/cloud"
+	"github.com/move-operator/move-operator/test/devfleet"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/mover"
@@ -37,7 +38,8 @@ import (
 // TestTheFleetOfALostManagementClusterComesBackFromItsBackup is the
 // disaster drill. A management cluster of its own (every controller live,
 // on the clouds the others share) runs a fleet of every shape and one of
-// hosts that keep their provisioning state in status; the operator
+// hosts that keep their provisioning state in status, and one of Cluster
+// API's own in-memory provider (CAPD) on its shared cloud; the operator
 // installed there backs it up, encrypted, to a real registry
 // (CNCF Distribution). The cluster is then lost: its controllers stop, its
 // processes end, its data is removed. The target management cluster, its
@@ -80,15 +82,25 @@ func TestTheFleetOfALostManagementClusterComesBackFromItsBackup(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	hosts, err := fleet.Create(ctx, lost.Client, fleet.Options{Clusters: 1, Workers: ptr.To(2), Namespaces: []string{prefix + "-h"}, Name: prefix + "h", Live: live, Hosts: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	fleets := []*fleet.Fleet{shapes, hosts}
-	namespaces := append(append([]string{}, shapes.Namespaces...), hosts.Namespaces...)
+	devNamespace := prefix + "-d"
+	g.Expect(lost.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: devNamespace}})).To(Succeed())
+	dev, err := devfleet.Create(ctx, lost.Client, devfleet.Options{Namespace: devNamespace, Clusters: 2, Prefix: devNamespace})
+	g.Expect(err).NotTo(HaveOccurred())
+	// The loop provider's fleets, and CAPD's in-memory one, with the kinds
+	// each provider reconciles.
+	fleets := map[*fleet.Fleet]fleetKinds{shapes: loopKinds, hosts: loopKinds, dev: devKinds}
+	loopNamespaces := append(append([]string{}, shapes.Namespaces...), hosts.Namespaces...)
+	namespaces := append(append([]string{}, loopNamespaces...), dev.Namespaces...)
 	t.Cleanup(func() { deleteNamespaces(t, namespaces) })
 	ours := func(namespace, name string) bool {
-		return takeover.InFleet(shapes)(namespace, name) || takeover.InFleet(hosts)(namespace, name)
+		return takeover.InFleet(shapes)(namespace, name) || takeover.InFleet(hosts)(namespace, name) || takeover.InFleet(dev)(namespace, name)
 	}
 	g.Eventually(func() error {
-		for _, f := range fleets {
+		for f, kinds := range fleets {
 			if err := clustersAvailable(ctx, lost, f); err != nil {
+				return err
+			}
+			if err := reconciledByKinds(ctx, lost, f, kinds); err != nil {
 				return err
 			}
 		}
@@ -98,12 +110,13 @@ func TestTheFleetOfALostManagementClusterComesBackFromItsBackup(t *testing.T) {
 		return takeover.Quiet(lost, ours, quietBeforeMove)
 	}, takeoverSettleBound, 2*time.Second).Should(Succeed(), "the fleets settle in the cluster that will be lost")
 	before := map[*fleet.Fleet]fleetState{}
-	for _, f := range fleets {
-		before[f] = takeFleetState(ctx, g, lost, f)
+	for f, kinds := range fleets {
+		before[f] = takeFleetStateOf(ctx, g, lost, f, kinds)
 	}
-	nodesBefore := workloadNodes(ctx, g, lost, namespaces)
+	nodesBefore := workloadNodes(ctx, g, lost, loopNamespaces)
 	g.Expect(nodesBefore).NotTo(BeEmpty())
-	cloudBefore := env.Cloud.LastSeq()
+	vmsBefore := vmsOf(ctx, g, dev)
+	cloudBefore, inMemoryBefore := env.Cloud.LastSeq(), len(env.InMemory.Events())
 
 	// The backup, by the operator installed in that cluster.
 	op, err := mover.StartOperatorIn(startCtx, lost, env.Target, root, t.TempDir())
@@ -152,27 +165,27 @@ func TestTheFleetOfALostManagementClusterComesBackFromItsBackup(t *testing.T) {
 
 	// The takeover.
 	g.Eventually(func() error {
-		for _, f := range fleets {
-			if err := reconciledBy(ctx, env.Target, f); err != nil {
+		for f, kinds := range fleets {
+			if err := reconciledByKinds(ctx, env.Target, f, kinds); err != nil {
 				return err
 			}
 		}
 		return hostsProvisionedFor(ctx, env.Target, hosts)
-	}, reconcileBound, 2*time.Second).Should(Succeed(), "the new cluster's controllers reconcile the restored fleet")
+	}, reconcileBound, 2*time.Second).Should(Succeed(), "the new cluster's controllers, CAPD's included, reconcile the restored fleets")
 	atReconcile := map[*fleet.Fleet]fleetState{}
-	for _, f := range fleets {
-		atReconcile[f] = takeFleetState(ctx, g, env.Target, f)
+	for f, kinds := range fleets {
+		atReconcile[f] = takeFleetStateOf(ctx, g, env.Target, f, kinds)
 	}
 	g.Consistently(func() error {
-		for _, f := range fleets {
+		for f := range fleets {
 			if err := clustersAvailable(ctx, env.Target, f); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, takeoverWindow, 5*time.Second).Should(Succeed(), "the restored fleet stays Available")
-	for _, f := range fleets {
-		after := takeFleetState(ctx, g, env.Target, f)
+	}, takeoverWindow, 5*time.Second).Should(Succeed(), "the restored fleets stay Available")
+	for f, kinds := range fleets {
+		after := takeFleetStateOf(ctx, g, env.Target, f, kinds)
 		g.Expect(after.names()).To(Equal(before[f].names()), "the new cluster holds the Machines, infra machines, KubeadmConfigs and bootstrap Secrets the lost one held")
 		g.Expect(after.uids).To(Equal(atReconcile[f].uids), "none was deleted and made again")
 		g.Expect(after.templates).To(Equal(before[f].templates), "no topology rollout: the template references are the backup's")
@@ -196,9 +209,12 @@ func TestTheFleetOfALostManagementClusterComesBackFromItsBackup(t *testing.T) {
 		}
 	}
 	g.Expect(disturbed).To(BeEmpty(), "no VM created, deleted or powered off, no host provisioned again, since the backup began")
-	g.Expect(workloadNodes(ctx, g, env.Target, namespaces)).To(Equal(nodesBefore), "every workload cluster's Nodes are the same, by UID")
+	g.Expect(workloadNodes(ctx, g, env.Target, loopNamespaces)).To(Equal(nodesBefore), "every workload cluster's Nodes are the same, by UID")
+	events := env.InMemory.Events()[inMemoryBefore:]
+	g.Expect(events).To(BeEmpty(), "the in-memory cloud: no VM created or deleted since the backup began: %s", describeEvents(events))
+	g.Expect(vmsOf(ctx, g, dev)).To(Equal(vmsBefore), "every in-memory workload cluster keeps its VMs")
 	t.Logf("DRILL: the fleet of %d clusters came back from the registry into a new cluster with no VM, Machine, bootstrap data or host made again; writes to it by the new cluster's controllers: %s",
-		len(shapes.Clusters)+len(hosts.Clusters), summarize(env.Target.CAPI.Writes()[targetWrites:], func(ns string) bool { return ours(ns, "") }))
+		len(shapes.Clusters)+len(hosts.Clusters)+len(dev.Clusters), summarize(env.Target.CAPI.Writes()[targetWrites:], func(ns string) bool { return ours(ns, "") }))
 }
 
 // secret creates a Secret in a cluster.
