@@ -6,13 +6,16 @@ import (
 	"io"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/archive"
 	"github.com/move-operator/move-operator/internal/backup"
 	"github.com/move-operator/move-operator/internal/backupstore"
+	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/planner"
 	"github.com/move-operator/move-operator/internal/remote"
 )
@@ -79,7 +82,7 @@ func (r *MoveOperationReconciler) writeArchive(ctx context.Context, s *scope) (o
 	if err != nil {
 		return outcome{}, err
 	}
-	if o, err := r.askCreatorAgain(ctx, mo, plan); err != nil || !o.isDone() {
+	if o, err := r.askCreatorAgain(ctx, s, plan); err != nil || !o.isDone() {
 		return o, err
 	}
 	sel, err := planner.SelectionOf(mo.Spec)
@@ -192,4 +195,46 @@ func recordStoppedWindow(mo *movev1alpha1.MoveOperation, now time.Time) {
 			return
 		}
 	}
+}
+
+// creatorObject is the object whose creator a MoveOperation is held to:
+// its own, or, for a backup the operator created for a BackupSchedule (its
+// creator annotations name the operator itself), the schedule that owns
+// it, whose creator the admission policy vouched for. A MoveOperation
+// that names the operator as its creator and belongs to no schedule is
+// refused: only the operator's schedules create MoveOperations as the
+// operator, and nobody may borrow its rights.
+func (r *MoveOperationReconciler) creatorObject(ctx context.Context, s *scope) (metav1.Object, *outcome, error) {
+	mo := s.mo
+	user, err := creator.Of(mo)
+	if err != nil {
+		return mo, nil, nil // the creator checks say so
+	}
+	me, err := r.whoAmI(ctx, s, r.Source)
+	if err != nil {
+		return nil, nil, err
+	}
+	if user.Name != me.Username {
+		return mo, nil, nil
+	}
+	refuse := func(why string) (metav1.Object, *outcome, error) {
+		o := failWith(movev1alpha1.ReasonCreatorUnknown, fmt.Sprintf(
+			"the MoveOperation names the operator's own identity (%s) as its creator, %s: only the operator's BackupSchedules create MoveOperations as the operator; create it as yourself", me.Username, why))
+		return nil, &o, nil
+	}
+	owner := metav1.GetControllerOf(mo)
+	if owner == nil || owner.Kind != "BackupSchedule" || owner.APIVersion != movev1alpha1.GroupVersion.String() || mo.Labels[movev1alpha1.BackupScheduleLabel] != owner.Name {
+		return refuse("and no BackupSchedule of its namespace controls it")
+	}
+	bs := &movev1alpha1.BackupSchedule{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: mo.Namespace, Name: owner.Name}, bs); err != nil {
+		if apierrors.IsNotFound(err) {
+			return refuse("and its BackupSchedule " + owner.Name + " is gone")
+		}
+		return nil, nil, fmt.Errorf("reading BackupSchedule %s/%s: %w", mo.Namespace, owner.Name, err)
+	}
+	if bs.UID != owner.UID {
+		return refuse("and the BackupSchedule " + owner.Name + " it names is another one")
+	}
+	return bs, nil, nil
 }

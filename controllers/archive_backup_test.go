@@ -265,3 +265,44 @@ func readArchiveErr(path string, id age.Identity) (*archive.Archive, error) {
 	defer f.Close()
 	return archive.Read(f, id)
 }
+
+// A BackupSchedule takes its backups as the operator, each held to the
+// schedule's creator's rights, and says which succeeded last.
+func TestABackupScheduleTakesBackupsOnItsCreatorsBehalf(t *testing.T) {
+	movetest.EnsureSetup(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	prefix := "sched-" + rand.String(4)
+	f := movetest.CreateFleet(t, fleet.Options{Clusters: 1, Workers: ptr.To(0), Namespaces: []string{prefix}, Name: prefix})
+	dir := t.TempDir()
+	movetest.StartOperator(t, movetest.OperatorOptions{Archives: controllers.Archives{Directory: dir, SpoolDirectory: t.TempDir()}})
+	ns := movetest.OpsNamespace(t)
+	_, keys, _ := movetest.BackupKeys(t, ns)
+	bs := &movev1alpha1.BackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every-minute"},
+		Spec: movev1alpha1.BackupScheduleSpec{Schedule: "* * * * *", Template: movetest.BackupSpec(keys, f.Namespaces)},
+	}
+	g.Expect(movetest.Client.Create(ctx, bs)).To(Succeed())
+	t.Cleanup(func() {
+		_ = movetest.Client.Delete(context.Background(), bs)
+		backups := &movev1alpha1.MoveOperationList{}
+		_ = movetest.Client.List(context.Background(), backups, client.InNamespace(ns))
+		for i := range backups.Items {
+			movetest.DeleteMoveOperation(t, &backups.Items[i])
+		}
+	})
+	var got movev1alpha1.BackupSchedule
+	g.Eventually(func(g Gomega) {
+		g.Expect(movetest.Client.Get(ctx, client.ObjectKeyFromObject(bs), &got)).To(Succeed())
+		g.Expect(got.Status.LastSuccessfulBackup).NotTo(BeNil())
+	}, 3*time.Minute, time.Second).Should(Succeed(), "a backup is taken within the minute and succeeds")
+	g.Expect(got.Status.LastSuccessfulBackup.Location).To(HavePrefix(dir + "/"))
+	ready := findCondition(got.Status.Conditions, movev1alpha1.ReadyCondition)
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	backup := &movev1alpha1.MoveOperation{}
+	g.Expect(movetest.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: got.Status.LastSuccessfulBackup.Name}, backup)).To(Succeed())
+	g.Expect(backup.Labels).To(HaveKeyWithValue(movev1alpha1.BackupScheduleLabel, bs.Name))
+	g.Expect(backup.Annotations).To(HaveKeyWithValue(movev1alpha1.CreatedByAnnotation, movetest.OperatorIdentity.Username),
+		"the operator creates the backup; the schedule's creator is who it is held to")
+}

@@ -183,7 +183,14 @@ func (r *MoveOperationReconciler) archiveSourceStore(ctx context.Context, mo *mo
 // is named; those a human fixes outside the MoveOperation are waited for.
 func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
-	e := &preflight.Env{Object: mo, CreatorPolicy: r.creatorPolicy(), Source: r.Source, Spec: mo.Spec, UID: mo.UID, Namespace: mo.Namespace, ClaimNamespace: r.Claim.Namespace}
+	obj, refused, err := r.creatorObject(ctx, s)
+	if err != nil {
+		return outcome{}, err
+	}
+	if refused != nil {
+		return *refused, nil
+	}
+	e := &preflight.Env{Object: obj, CreatorPolicy: r.creatorPolicy(), Source: r.Source, Spec: mo.Spec, UID: mo.UID, Namespace: mo.Namespace, ClaimNamespace: r.Claim.Namespace}
 	if err := preflight.Evaluate(ctx, e, preflight.RestoreChecks()); err != nil {
 		return outcome{}, err
 	}
@@ -222,7 +229,7 @@ func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope)
 	case err != nil:
 		return outcome{}, err
 	}
-	user, err := creator.Of(mo)
+	user, err := creator.Of(obj)
 	if err != nil {
 		return failWith(movev1alpha1.ReasonCreatorUnknown, err.Error()), nil
 	}

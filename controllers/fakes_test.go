@@ -141,7 +141,7 @@ func newFakeCluster(t *testing.T, role movev1alpha1.ClusterRole, id types.UID, j
 		}
 	}
 	raw := fake.NewClientBuilder().WithScheme(newFakeScheme()).WithObjects(objs...).
-		WithStatusSubresource(&appsv1.Deployment{}).
+		WithStatusSubresource(&appsv1.Deployment{}, &movev1alpha1.BackupSchedule{}).
 		// The move knows its own copies by their field manager.
 		WithReturnManagedFields().
 		Build()

@@ -58,7 +58,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(phaseTransitions, operationsCompleted, phaseDuration, objectsCopied, objectsDeleted, reconcileErrors, movesStalled)
+	metrics.Registry.MustRegister(phaseTransitions, operationsCompleted, phaseDuration, objectsCopied, objectsDeleted, reconcileErrors, movesStalled, backupsMissed, backupsFailed)
 }
 
 // observeTransition counts a phase entered and times the phase left.
@@ -78,3 +78,16 @@ func observeTransition(mo *movev1alpha1.MoveOperation, from, to movev1alpha1.Mov
 		operationsCompleted.WithLabelValues(string(to), mo.Status.FailureReason).Inc()
 	}
 }
+
+// The schedules' metrics: a backup not taken, or taken and failed, is
+// what an alert on a fleet's backups watches for.
+var (
+	backupsMissed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "move_operator_backups_missed_total",
+		Help: "Backups of a BackupSchedule whose time passed without one being started (the operator was down, or the last backup still ran).",
+	}, []string{"namespace", "schedule"})
+	backupsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "move_operator_backups_failed_total",
+		Help: "Backups of a BackupSchedule that ended Failed.",
+	}, []string{"namespace", "schedule"})
+)

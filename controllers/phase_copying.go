@@ -210,7 +210,7 @@ func (r *MoveOperationReconciler) verifyBeforeDeleting(ctx context.Context, s *s
 // records each group's as it goes.
 func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope) (outcome, error) {
 	mo, mem, target := s.mo, r.memoOf(s.mo.UID), s.target
-	plan, o, err := r.recordPlan(ctx, mo, target)
+	plan, o, err := r.recordPlan(ctx, s, target)
 	if err != nil || !o.isDone() {
 		return o, err
 	}

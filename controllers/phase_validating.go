@@ -34,8 +34,15 @@ const retryValidation = 10 * time.Second
 // problem found, not only the first.
 func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *scope) (outcome, error) {
 	mo := s.mo
+	obj, refused, err := r.creatorObject(ctx, s)
+	if err != nil {
+		return outcome{}, err
+	}
+	if refused != nil {
+		return *refused, nil
+	}
 	e := &preflight.Env{
-		Object: mo, CreatorPolicy: r.creatorPolicy(), SourceTypesCache: &r.sourceTypes,
+		Object: obj, CreatorPolicy: r.creatorPolicy(), SourceTypesCache: &r.sourceTypes,
 		Source: r.Source, Spec: mo.Spec, UID: mo.UID, Namespace: mo.Namespace, ClaimNamespace: r.Claim.Namespace,
 		Connect: func(ctx context.Context) (*remote.Target, error) {
 			return r.Targets.Get(ctx, mo.Namespace, mo.Spec.Target.KubeconfigSecretRef)

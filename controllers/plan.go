@@ -44,7 +44,8 @@ func (r *MoveOperationReconciler) planSource() planner.Source {
 // is marked as found (used as is, never rolled back). A creator refused,
 // or objects that appeared in the target since Validating under a moved
 // name, fail the move with nothing recorded (an outcome that is not done).
-func (r *MoveOperationReconciler) recordPlan(ctx context.Context, mo *movev1alpha1.MoveOperation, target *remote.Target) (*graph.Plan, outcome, error) {
+func (r *MoveOperationReconciler) recordPlan(ctx context.Context, s *scope, target *remote.Target) (*graph.Plan, outcome, error) {
+	mo := s.mo
 	recorded, found, err := planrecord.Load(ctx, r.Source, mo.Namespace, mo.UID)
 	if err != nil || found {
 		return recorded, done(), err
@@ -53,7 +54,7 @@ func (r *MoveOperationReconciler) recordPlan(ctx context.Context, mo *movev1alph
 	if err != nil {
 		return nil, outcome{}, err
 	}
-	if o, err := r.askCreatorAgain(ctx, mo, plan); err != nil || !o.isDone() {
+	if o, err := r.askCreatorAgain(ctx, s, plan); err != nil || !o.isDone() {
 		return nil, o, err
 	}
 	targetID, err := remote.ClusterID(ctx, target.Client)
@@ -83,16 +84,23 @@ func (r *MoveOperationReconciler) recordPlan(ctx context.Context, mo *movev1alph
 // policy that vouches for the creator annotations must still be there as
 // shipped, and the creator must be allowed to read every object the plan
 // takes and delete every object it deletes.
-func (r *MoveOperationReconciler) askCreatorAgain(ctx context.Context, mo *movev1alpha1.MoveOperation, plan *graph.Plan) (outcome, error) {
+func (r *MoveOperationReconciler) askCreatorAgain(ctx context.Context, s *scope, plan *graph.Plan) (outcome, error) {
 	const rolledBack = "; the move is rolled back, nothing was copied"
-	if err := creator.Verify(ctx, r.Source, r.creatorPolicy(), mo.CreationTimestamp); err != nil {
+	obj, refused, err := r.creatorObject(ctx, s)
+	if err != nil {
+		return outcome{}, err
+	}
+	if refused != nil {
+		return *refused, nil
+	}
+	if err := creator.Verify(ctx, r.Source, r.creatorPolicy(), obj.GetCreationTimestamp()); err != nil {
 		var problem *creator.PolicyProblem
 		if errors.As(err, &problem) {
 			return failWith(movev1alpha1.ReasonAdmissionPolicyMissing, err.Error()+rolledBack), nil
 		}
 		return outcome{}, fmt.Errorf("reading the admission policy %s: %w", r.creatorPolicy(), err)
 	}
-	user, err := creator.Of(mo)
+	user, err := creator.Of(obj)
 	if err != nil {
 		return failWith(movev1alpha1.ReasonCreatorUnknown, err.Error()+rolledBack), nil
 	}

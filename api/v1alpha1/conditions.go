@@ -213,4 +213,13 @@ const (
 	// archive holds: a kind or version it does not serve, objects the
 	// plan would leave out, namespaces spec.namespaces does not name.
 	ReasonArchiveNotRestorable = "ArchiveNotRestorable"
+	// ReasonBackupFailed: the last backup a BackupSchedule took failed.
+	ReasonBackupFailed = "BackupFailed"
+	// ReasonBackupMissed: a BackupSchedule's backup was not taken at its
+	// time: the operator was down past spec.startingDeadlineSeconds, or
+	// the previous backup still ran.
+	ReasonBackupMissed = "BackupMissed"
+	// ReasonInvalidSchedule: a BackupSchedule's spec.schedule is not a
+	// cron schedule.
+	ReasonInvalidSchedule = "InvalidSchedule"
 )

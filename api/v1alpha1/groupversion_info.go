@@ -24,7 +24,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &MoveOperation{}, &MoveOperationList{})
+	s.AddKnownTypes(GroupVersion, &MoveOperation{}, &MoveOperationList{}, &BackupSchedule{}, &BackupScheduleList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

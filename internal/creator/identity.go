@@ -32,3 +32,17 @@ func Of(obj metav1.Object) (access.User, error) {
 	}
 	return u, nil
 }
+
+// Annotate writes who creates obj on it, as the admission policy wants
+// the annotations of a creator that writes them itself (an API server
+// without the MutatingAdmissionPolicy): exactly the requester's username
+// and groups.
+func Annotate(obj metav1.Object, username string, groups []string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[movev1alpha1.CreatedByAnnotation] = username
+	a[movev1alpha1.CreatedByGroupsAnnotation] = strings.Join(groups, groupSeparator)
+	obj.SetAnnotations(a)
+}

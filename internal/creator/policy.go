@@ -35,7 +35,7 @@ const (
 
 // The policy's variables.
 const policyVariables = `creating=request.operation == 'CREATE'
-namespaces=has(object.spec.namespaces) ? object.spec.namespaces : []
+namespaces=has(object.spec.namespaces) ? object.spec.namespaces : (has(object.spec.template) && has(object.spec.template.namespaces) ? object.spec.template.namespaces : [])
 scaled=has(object.spec.controllers) && has(object.spec.controllers.additional) ? object.spec.controllers.additional.filter(c, !has(c.cluster) || c.cluster != 'Target') : []
 providersOnly=!has(object.spec.controllers) || !has(object.spec.controllers.selector) || ((!has(object.spec.controllers.selector.matchLabels) || size(object.spec.controllers.selector.matchLabels) == 0) && has(object.spec.controllers.selector.matchExpressions) && size(object.spec.controllers.selector.matchExpressions) == 1 && object.spec.controllers.selector.matchExpressions[0].key == '` + movev1alpha1.DefaultControllerLabel + `' && object.spec.controllers.selector.matchExpressions[0].operator == 'Exists' && (!has(object.spec.controllers.selector.matchExpressions[0].values) || size(object.spec.controllers.selector.matchExpressions[0].values) == 0))
 suspends=has(object.spec.gitOps) && object.spec.gitOps == 'Suspend'
@@ -51,7 +51,7 @@ func Policy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionreg
 		ObjectMeta: metav1.ObjectMeta{Name: ValidatingPolicyBaseName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matchMoveOperations(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConstraints: matchCreatorResources(admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Variables:        variables(),
 			Validations:      Validations(),
 		},
@@ -67,13 +67,13 @@ func Policy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionreg
 	return p, b
 }
 
-func matchMoveOperations(ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
+func matchCreatorResources(ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
 	return &admissionregistrationv1.MatchResources{
 		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 				Operations: ops,
 				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{movev1alpha1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"moveoperations"},
+					APIGroups: []string{movev1alpha1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"moveoperations", "backupschedules"},
 				},
 			},
 		}},
@@ -171,6 +171,8 @@ func targetSecretValidation() []admissionregistrationv1.Validation {
 		{"has(object.spec.target) && has(object.spec.target.archive) && has(object.spec.target.archive.oci) && has(object.spec.target.archive.oci.credentialsSecretRef)", "object.spec.target.archive.oci.credentialsSecretRef.name", "spec.target.archive.oci.credentialsSecretRef"},
 		{"has(object.spec.source) && has(object.spec.source.archive.identitySecretRef)", "object.spec.source.archive.identitySecretRef.name", "spec.source.archive.identitySecretRef"},
 		{"has(object.spec.source) && has(object.spec.source.archive.oci) && has(object.spec.source.archive.oci.credentialsSecretRef)", "object.spec.source.archive.oci.credentialsSecretRef.name", "spec.source.archive.oci.credentialsSecretRef"},
+		{"has(object.spec.template) && has(object.spec.template.target) && has(object.spec.template.target.archive) && has(object.spec.template.target.archive.recipientsSecretRef)", "object.spec.template.target.archive.recipientsSecretRef.name", "spec.template.target.archive.recipientsSecretRef"},
+		{"has(object.spec.template) && has(object.spec.template.target) && has(object.spec.template.target.archive) && has(object.spec.template.target.archive.oci) && has(object.spec.template.target.archive.oci.credentialsSecretRef)", "object.spec.template.target.archive.oci.credentialsSecretRef.name", "spec.template.target.archive.oci.credentialsSecretRef"},
 	} {
 		out = append(out, forbidden("!variables.creating || !("+f.present+") || "+r.check("request.namespace", f.field),
 			fmt.Sprintf(`request.userInfo.username + ' may not %s secret ' + %s + ' in namespace ' + request.namespace + ', which %s names, and %s'`, r.verb, f.field, f.path, escape(r.why))))
@@ -213,7 +215,7 @@ func MutatingPolicy() (*admissionregistrationv1.MutatingAdmissionPolicy, *admiss
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
-			MatchConstraints:   matchMoveOperations(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConstraints:   matchCreatorResources(admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Mutations: []admissionregistrationv1.Mutation{{
 				PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
 				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expr},

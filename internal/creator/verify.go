@@ -89,7 +89,7 @@ func matchesCreate(m *admissionregistrationv1.MatchResources) bool {
 	if m.ObjectSelector != nil && len(m.ObjectSelector.MatchLabels)+len(m.ObjectSelector.MatchExpressions) > 0 {
 		return false
 	}
-	want := matchMoveOperations(admissionregistrationv1.Create).ResourceRules[0]
+	want := matchCreatorResources(admissionregistrationv1.Create).ResourceRules[0]
 	for _, r := range m.ResourceRules {
 		if slices.Contains(r.Operations, admissionregistrationv1.Create) && slices.Equal(r.APIGroups, want.APIGroups) &&
 			slices.Equal(r.Resources, want.Resources) && slices.Contains(r.APIVersions, "*") && len(r.ResourceNames) == 0 {

@@ -257,6 +257,10 @@ func StartOperator(t *testing.T, opts OperatorOptions) *Operator {
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		t.Fatalf("setting up the reconciler: %v", err)
 	}
+	schedules := &controllers.BackupScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("move-operator"), Self: wrap("source")(source)}
+	if err := schedules.SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up the schedules' reconciler: %v", err)
+	}
 	go func() {
 		defer close(op.done)
 		if err := mgr.Start(ctx); err != nil {

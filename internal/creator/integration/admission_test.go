@@ -305,3 +305,45 @@ func TestABackupAsksWhatAMoveAsksAndItsSecretsByName(t *testing.T) {
 		NewWithT(t).Expect(dryRun(dave, mo)).To(MatchError(ContainSubstring("dave may not get secret registry in namespace " + tn.other + ", which spec.target.archive.oci.credentialsSecretRef names")))
 	})
 }
+
+// A BackupSchedule takes backups on its creator's behalf for as long as it
+// lives: the same policy names its creator and asks them, at its creation,
+// what a backup of its template asks.
+func TestABackupScheduleIsCheckedAsTheBackupsItTakes(t *testing.T) {
+	tn := newTenancy(t)
+	bob := tn.mover(t)
+	schedule := func(namespaces ...string) *movev1alpha1.BackupSchedule {
+		return &movev1alpha1.BackupSchedule{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.tenant, GenerateName: "nightly-"},
+			Spec: movev1alpha1.BackupScheduleSpec{Schedule: "0 2 * * *", Template: movev1alpha1.MoveOperationSpec{
+				Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{
+					OCI:                 &movev1alpha1.OCIStore{Repository: "registry.example.com/backups"},
+					RecipientsSecretRef: &movev1alpha1.SecretKeyReference{Name: "backup-keys"},
+				}},
+				Namespaces: namespaces,
+			}},
+		}
+	}
+	t.Run("his own namespace is admitted, and the API server writes who he is", func(t *testing.T) {
+		g := NewWithT(t)
+		bs := schedule(tn.own)
+		g.Eventually(func() error { return bob.Create(context.Background(), bs, client.DryRunAll) }).WithTimeout(10 * time.Second).Should(Succeed())
+		g.Expect(bs.Annotations).To(HaveKeyWithValue(movev1alpha1.CreatedByAnnotation, "bob"))
+	})
+	t.Run("another team's namespace is refused", func(t *testing.T) {
+		refusedFor(NewWithT(t), bob.Create(context.Background(), schedule(tn.own, tn.other), client.DryRunAll), `bob may not get secrets in namespace `+tn.other)
+	})
+	t.Run("every namespace needs the rights at the cluster scope", func(t *testing.T) {
+		refusedFor(NewWithT(t), bob.Create(context.Background(), schedule(), client.DryRunAll), "bob may not get secrets at the cluster scope")
+	})
+	t.Run("a creator named by hand must be the requester", func(t *testing.T) {
+		bs := schedule(tn.own)
+		bs.Annotations = map[string]string{movev1alpha1.CreatedByAnnotation: "admin"}
+		err := bob.Create(context.Background(), bs, client.DryRunAll)
+		if err == nil {
+			// With the MutatingAdmissionPolicy the API server wrote the
+			// real requester over the forged one.
+			NewWithT(t).Expect(bs.Annotations).To(HaveKeyWithValue(movev1alpha1.CreatedByAnnotation, "bob"))
+		}
+	})
+}

@@ -1,0 +1,284 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+)
+
+// scheduleAt is a schedule reconciler whose clock reads *now, over a fake
+// cluster holding bs.
+func scheduleAt(t *testing.T, now *time.Time, bs *movev1alpha1.BackupSchedule) (*BackupScheduleReconciler, *fakeCluster, *events.FakeRecorder) {
+	t.Helper()
+	f := newFakeCluster(t, movev1alpha1.ClusterSource, "source", &journal{}, bs)
+	rec := events.NewFakeRecorder(100)
+	return &BackupScheduleReconciler{Client: f, Recorder: rec, Self: f, clock: func() time.Time { return *now }}, f, rec
+}
+
+func nightly(created time.Time) *movev1alpha1.BackupSchedule {
+	return &movev1alpha1.BackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "nightly", UID: "schedule-uid", CreationTimestamp: metav1.NewTime(created)},
+		Spec: movev1alpha1.BackupScheduleSpec{
+			Schedule: "0 2 * * *",
+			Template: movev1alpha1.MoveOperationSpec{Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, Unencrypted: true}}},
+			SuccessfulBackupsHistoryLimit: ptr.To[int32](2), FailedBackupsHistoryLimit: ptr.To[int32](1), StartingDeadlineSeconds: ptr.To[int64](300),
+		},
+	}
+}
+
+func backupsOf(t *testing.T, c client.Client) []movev1alpha1.MoveOperation {
+	t.Helper()
+	list := &movev1alpha1.MoveOperationList{}
+	if err := c.List(context.Background(), list, client.MatchingLabels{movev1alpha1.BackupScheduleLabel: "nightly"}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// end ends a backup as the MoveOperation reconciler would.
+func end(t *testing.T, c client.Client, mo movev1alpha1.MoveOperation, phase movev1alpha1.MovePhase, at time.Time) {
+	t.Helper()
+	mo.Status.Phase = phase
+	mo.Status.CompletionTime = ptr.To(metav1.NewTime(at))
+	if phase == movev1alpha1.PhaseDone {
+		mo.Status.Archive = &movev1alpha1.ArchiveStatus{Location: "/archives/" + mo.Name, Digest: "sha256:" + mo.Name}
+	} else {
+		mo.Status.FailureReason, mo.Status.FailureMessage = "CopyTimeout", "the registry went away"
+	}
+	// The fake holds MoveOperations without a status subresource.
+	if err := c.Update(context.Background(), &mo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A schedule takes a backup at each of its times, one at a time, as the
+// operator (which the MoveOperation reconciler reads as the schedule's
+// creator), owned by the schedule; it keeps the last ones, says which
+// succeeded last, and reports what failed and what was missed.
+func TestABackupScheduleTakesKeepsAndReportsItsBackups(t *testing.T) {
+	ctx := context.Background()
+	created := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := created
+	r, c, rec := scheduleAt(t, &now, nightly(created))
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ops", Name: "nightly"}}
+	reconcile := func() ctrl.Result {
+		t.Helper()
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	status := func() movev1alpha1.BackupScheduleStatus {
+		bs := &movev1alpha1.BackupSchedule{}
+		if err := c.Get(ctx, req.NamespacedName, bs); err != nil {
+			t.Fatal(err)
+		}
+		return bs.Status
+	}
+
+	if res := reconcile(); res.RequeueAfter != 14*time.Hour {
+		t.Errorf("before its first time the schedule waits until 02:00 (14h), not %s", res.RequeueAfter)
+	}
+	if n := len(backupsOf(t, c)); n != 0 {
+		t.Fatalf("%d backups before the first time", n)
+	}
+
+	// 02:00:30 on the 2nd: the first backup.
+	now = time.Date(2026, 12, 2, 2, 0, 30, 0, time.UTC)
+	reconcile()
+	reconcile() // a second look at the same time creates nothing more
+	backups := backupsOf(t, c)
+	if len(backups) != 1 {
+		t.Fatalf("%d backups at the first time, want 1", len(backups))
+	}
+	first := backups[0]
+	if owner := metav1.GetControllerOf(&first); owner == nil || owner.Name != "nightly" || owner.Kind != "BackupSchedule" {
+		t.Errorf("the backup is not controlled by its schedule: %v", first.OwnerReferences)
+	}
+	if by := first.Annotations[movev1alpha1.CreatedByAnnotation]; by != operatorUsername {
+		t.Errorf("the backup names %q as its creator, want the operator, which creates it", by)
+	}
+	if !first.Spec.Target.IsBackup() {
+		t.Error("the backup's spec is not the template's")
+	}
+	if st := status(); st.Active != first.Name || st.LastScheduleTime == nil || !st.LastScheduleTime.Time.Equal(time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)) {
+		t.Errorf("status after the first start: %+v", st)
+	}
+
+	// The next day's time comes while the first still runs: missed.
+	now = time.Date(2026, 12, 3, 2, 0, 10, 0, time.UTC)
+	reconcile()
+	if n := len(backupsOf(t, c)); n != 1 {
+		t.Errorf("%d backups while the first still runs, want 1", n)
+	}
+	if st := status(); st.Missed != 1 || !conditionIs(st.Conditions, movev1alpha1.ReadyCondition, metav1.ConditionFalse, movev1alpha1.ReasonBackupMissed) {
+		t.Errorf("a backup not taken because the last still runs is missed: %+v", st)
+	}
+	expectEvent(t, rec, movev1alpha1.ReasonBackupMissed)
+
+	// It ends; the next time takes one, which ends too.
+	end(t, c, first, movev1alpha1.PhaseDone, now)
+	now = time.Date(2026, 12, 4, 2, 1, 0, 0, time.UTC)
+	reconcile()
+	if st := status(); st.LastSuccessfulBackup == nil || st.LastSuccessfulBackup.Name != first.Name || st.LastSuccessfulBackup.Digest != "sha256:"+first.Name {
+		t.Errorf("the last successful backup is not the first: %+v", st.LastSuccessfulBackup)
+	}
+	for _, mo := range backupsOf(t, c) {
+		if mo.Name != first.Name {
+			end(t, c, mo, movev1alpha1.PhaseDone, now.Add(time.Minute))
+		}
+	}
+	reconcile()
+	if st := status(); !conditionIs(st.Conditions, movev1alpha1.ReadyCondition, metav1.ConditionTrue, movev1alpha1.ReasonSucceeded) {
+		t.Errorf("a backup succeeded after the miss: Ready, got %+v", st.Conditions)
+	}
+
+	// Two more days, each backup succeeding: only the last two are kept.
+	for day := 5; day <= 6; day++ {
+		now = time.Date(2026, 12, day, 2, 0, 5, 0, time.UTC)
+		reconcile()
+		for _, mo := range backupsOf(t, c) {
+			if mo.Status.Phase == "" {
+				end(t, c, mo, movev1alpha1.PhaseDone, now.Add(time.Minute))
+			}
+		}
+		reconcile()
+	}
+	if n := len(backupsOf(t, c)); n != 2 {
+		t.Errorf("%d backups kept, want the last 2 (successfulBackupsHistoryLimit)", n)
+	}
+
+	// One fails: Ready false, a Warning event, the backup kept.
+	now = time.Date(2026, 12, 7, 2, 0, 5, 0, time.UTC)
+	reconcile()
+	for _, mo := range backupsOf(t, c) {
+		if mo.Status.Phase == "" {
+			end(t, c, mo, movev1alpha1.PhaseFailed, now.Add(time.Minute))
+		}
+	}
+	reconcile()
+	if st := status(); !conditionIs(st.Conditions, movev1alpha1.StalledCondition, metav1.ConditionTrue, movev1alpha1.ReasonBackupFailed) || st.LastFailedBackup == "" {
+		t.Errorf("a failed backup: Stalled with BackupFailed, got %+v", st)
+	}
+	expectEvent(t, rec, movev1alpha1.ReasonBackupFailed)
+
+	// The operator was down for two days: both times missed, past the
+	// starting deadline, and nothing started late.
+	before := len(backupsOf(t, c))
+	now = time.Date(2026, 12, 9, 3, 0, 0, 0, time.UTC)
+	reconcile()
+	if n := len(backupsOf(t, c)); n != before {
+		t.Errorf("a backup was started an hour late, past its starting deadline")
+	}
+	if st := status(); st.Missed != 3 {
+		t.Errorf("missed %d in all, want 3", st.Missed)
+	}
+}
+
+// A schedule that is not one is said so, and nothing is taken.
+func TestAnInvalidScheduleIsSaidSo(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	bs := nightly(now.Add(-48 * time.Hour))
+	bs.Spec.Schedule = "every night"
+	r, c, _ := scheduleAt(t, &now, bs)
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ops", Name: "nightly"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &movev1alpha1.BackupSchedule{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(bs), got); err != nil {
+		t.Fatal(err)
+	}
+	if !conditionIs(got.Status.Conditions, movev1alpha1.StalledCondition, metav1.ConditionTrue, movev1alpha1.ReasonInvalidSchedule) {
+		t.Errorf("conditions: %+v", got.Status.Conditions)
+	}
+	if n := len(backupsOf(t, c)); n != 0 {
+		t.Errorf("%d backups of an invalid schedule", n)
+	}
+}
+
+func conditionIs(conds []metav1.Condition, t string, status metav1.ConditionStatus, reason string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == status && c.Reason == reason
+		}
+	}
+	return false
+}
+
+func expectEvent(t *testing.T, rec *events.FakeRecorder, reason string) {
+	t.Helper()
+	for {
+		select {
+		case e := <-rec.Events:
+			if contains(e, reason) {
+				return
+			}
+		default:
+			t.Errorf("no %s event", reason)
+			return
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// A MoveOperation that names the operator itself as its creator is held to
+// the rights of the creator of the BackupSchedule that controls it, and
+// refused when no schedule does: nobody borrows the operator's rights by
+// writing its name.
+func TestABackupTheOperatorCreatedIsHeldToItsSchedulesCreator(t *testing.T) {
+	ctx := context.Background()
+	f := newMoveFixture(t)
+	f.mo.Annotations[movev1alpha1.CreatedByAnnotation] = operatorUsername
+
+	obj, refused, err := f.r.creatorObject(ctx, newScope(f.mo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refused == nil || refused.reason != movev1alpha1.ReasonCreatorUnknown || obj != nil {
+		t.Fatalf("a MoveOperation that names the operator and belongs to no schedule: %v, %+v", obj, refused)
+	}
+
+	bs := nightly(time.Now())
+	bs.Namespace = f.mo.Namespace
+	bs.Annotations = map[string]string{movev1alpha1.CreatedByAnnotation: "alice"}
+	if err := f.source.Create(ctx, bs); err != nil {
+		t.Fatal(err)
+	}
+	f.mo.OwnerReferences = []metav1.OwnerReference{{APIVersion: movev1alpha1.GroupVersion.String(), Kind: "BackupSchedule", Name: bs.Name, UID: bs.UID, Controller: ptr.To(true)}}
+	f.mo.Labels = map[string]string{movev1alpha1.BackupScheduleLabel: bs.Name}
+	obj, refused, err = f.r.creatorObject(ctx, newScope(f.mo))
+	if err != nil || refused != nil {
+		t.Fatalf("a backup of a schedule: %v, %+v", err, refused)
+	}
+	if obj.GetAnnotations()[movev1alpha1.CreatedByAnnotation] != "alice" {
+		t.Errorf("held to %v, want the schedule's creator", obj.GetAnnotations())
+	}
+
+	f.mo.OwnerReferences[0].UID = "another-schedule"
+	if _, refused, _ = f.r.creatorObject(ctx, newScope(f.mo)); refused == nil {
+		t.Error("a backup that names another schedule of that name was held to its creator")
+	}
+
+	f.mo.Annotations[movev1alpha1.CreatedByAnnotation] = theCreator
+	if obj, refused, _ = f.r.creatorObject(ctx, newScope(f.mo)); refused != nil || obj != f.mo {
+		t.Error("a MoveOperation its creator made is held to its own creator")
+	}
+}
