@@ -280,7 +280,7 @@ func TestABackupScheduleTakesBackupsOnItsCreatorsBehalf(t *testing.T) {
 	_, keys, _ := movetest.BackupKeys(t, ns)
 	bs := &movev1alpha1.BackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every-minute"},
-		Spec: movev1alpha1.BackupScheduleSpec{Schedule: "* * * * *", Template: movetest.BackupSpec(keys, f.Namespaces)},
+		Spec:       movev1alpha1.BackupScheduleSpec{Schedule: "* * * * *", Template: movetest.BackupSpec(keys, f.Namespaces)},
 	}
 	g.Expect(movetest.Client.Create(ctx, bs)).To(Succeed())
 	t.Cleanup(func() {

@@ -296,6 +296,17 @@ func Operator() []Need {
 		out = append(out, Need{Cluster: src, Verb: v, Group: movev1alpha1.GroupVersion.Group, Resource: "moveoperations/status"})
 	}
 	out = append(out, Need{Cluster: src, Verb: "update", Group: movev1alpha1.GroupVersion.Group, Resource: "moveoperations/finalizers"})
+	// BackupSchedules: read, their status written, their backups
+	// (MoveOperations) created and, past the history limits, deleted.
+	for _, v := range []string{"get", "list", "watch"} {
+		out = append(out, Need{Cluster: src, Verb: v, Group: movev1alpha1.GroupVersion.Group, Resource: "backupschedules"})
+	}
+	for _, v := range []string{"get", "update", "patch"} {
+		out = append(out, Need{Cluster: src, Verb: v, Group: movev1alpha1.GroupVersion.Group, Resource: "backupschedules/status"})
+	}
+	for _, v := range []string{"create", "delete"} {
+		out = append(out, Need{Cluster: src, Verb: v, Group: movev1alpha1.GroupVersion.Group, Resource: "moveoperations"})
+	}
 	for _, v := range []string{"create", "patch"} {
 		out = append(out, Need{Cluster: src, Verb: v, Group: "", Resource: "events"})
 	}

@@ -264,4 +264,3 @@ func workloadNodes(ctx context.Context, g Gomega, m *testenv.Management, namespa
 	}
 	return out
 }
-
