@@ -29,10 +29,9 @@ var _ client.Reader = archiveReader{}
 
 func (r archiveReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	gvk := obj.GetObjectKind().GroupVersionKind()
-	for _, o := range r.a.objects {
-		if sameKind(o, gvk.GroupKind()) && o.GetNamespace() == key.Namespace && o.GetName() == key.Name {
-			return fill(o, obj)
-		}
+	_, byKey := r.a.indexed()
+	if o, ok := byKey[objectKey{gvk.GroupKind(), key.Namespace, key.Name}]; ok {
+		return fill(o, obj)
 	}
 	return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}, key.Name)
 }
@@ -42,8 +41,9 @@ func (r archiveReader) List(_ context.Context, list client.ObjectList, opts ...c
 	gvk := list.GetObjectKind().GroupVersionKind()
 	gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
 	var items []runtime.Object
-	for _, o := range r.a.objects {
-		if !sameKind(o, gk) || (lo.Namespace != "" && o.GetNamespace() != lo.Namespace) {
+	byKind, _ := r.a.indexed()
+	for _, o := range byKind[gk] {
+		if lo.Namespace != "" && o.GetNamespace() != lo.Namespace {
 			continue
 		}
 		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
@@ -59,10 +59,6 @@ func (r archiveReader) List(_ context.Context, list client.ObjectList, opts ...c
 		items = append(items, item)
 	}
 	return meta.SetList(list, items)
-}
-
-func sameKind(o *unstructured.Unstructured, gk schema.GroupKind) bool {
-	return o.GroupVersionKind().GroupKind() == gk
 }
 
 // newItem returns an empty item of the list's type.
