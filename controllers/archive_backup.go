@@ -156,28 +156,27 @@ func (r *MoveOperationReconciler) recordArchive(_ context.Context, s *scope) (ou
 
 // discardArchive removes, in a backup's rollback, an archive the failed
 // run stored but the status does not record (read while a controller ran
-// again): from a directory it is deleted; a registry tag is left, and the
-// event says so, since a registry may refuse deletions.
+// again, or stored just before a crash): from a directory it is deleted,
+// by its name, which only this backup writes, so that a rollback after a
+// restart deletes it too; a registry tag is left, and a Warning event says
+// so, since a registry may refuse deletions.
 func (r *MoveOperationReconciler) discardArchive(ctx context.Context, s *scope) (outcome, error) {
 	mem := r.memoOf(s.mo.UID)
-	if mem.archived == nil || s.mo.Status.Archive != nil {
-		return done(), nil
+	if s.mo.Status.Archive != nil {
+		return done(), nil // recorded: whole, and read with every controller stopped
 	}
 	store, finding, err := r.archiveStore(ctx, s.mo)
 	if err != nil {
 		return outcome{}, err
 	}
-	if finding == nil {
-		if _, isDir := store.(backupstore.Directory); isDir {
-			if err := r.discardPartialArchive(store, archiveName(s.mo)); err != nil {
-				return outcome{}, err
-			}
-			mem.archived = nil
-			return done(), nil
+	if _, isDir := store.(backupstore.Directory); finding == nil && isDir {
+		if err := r.discardPartialArchive(store, archiveName(s.mo)); err != nil {
+			return outcome{}, err
 		}
+	} else if mem.archived != nil {
+		msg := fmt.Sprintf("the backup failed after it stored %s, which is not to be restored: delete it from the registry", mem.archived.stored.Location)
+		r.event(s.mo, "Warning", movev1alpha1.ReasonFailed, string(movev1alpha1.PhaseRollingBack), msg)
 	}
-	msg := fmt.Sprintf("the backup failed after it stored %s, which is not to be restored: delete it from the registry", mem.archived.stored.Location)
-	r.event(s.mo, "Warning", movev1alpha1.ReasonFailed, string(movev1alpha1.PhaseRollingBack), msg)
 	mem.archived = nil
 	return done(), nil
 }

@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/archive"
+)
+
+// A restore's spec.namespaces must name what its backup was taken of; the
+// objects the backup's graph reached elsewhere come with them, as in a move.
+func TestARestoreNamesTheNamespacesItsBackupWasTakenOf(t *testing.T) {
+	of := func(taken []string, objects ...string) *archive.Archive {
+		a := &archive.Archive{}
+		a.Index.Namespaces = taken
+		for _, ns := range objects {
+			a.Index.Objects = append(a.Index.Objects, archive.Entry{Namespace: ns})
+		}
+		return a
+	}
+	for _, c := range []struct {
+		a     *archive.Archive
+		named []string
+		want  string
+	}{
+		{of([]string{"fleet"}, "fleet", "capl-system"), []string{"fleet"}, "[]"},
+		{of([]string{"fleet"}, "fleet"), nil, "[]"},
+		{of([]string{"a", "b"}, "a", "b"), []string{"a"}, "[b]"},
+		{of(nil, "a", "", "b"), []string{"a"}, "[b]"},
+	} {
+		if got := fmt.Sprint(namespacesNotNamed(c.a, c.named)); got != c.want {
+			t.Errorf("an archive of %v (objects in %v) restored with spec.namespaces %v: %s not named, want %s", c.a.Index.Namespaces, c.a.Index.Objects, c.named, got, c.want)
+		}
+	}
+}
+
+// A backup rolled back deletes the archive it stored and did not record,
+// by its name, also after a restart (nothing of the run remembered); one
+// the status records stays.
+func TestARolledBackBackupDeletesTheArchiveItDidNotRecord(t *testing.T) {
+	dir := t.TempDir()
+	r := &MoveOperationReconciler{Archives: Archives{Directory: dir}}
+	mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "nightly", UID: "0f9c2038-0bf0-459a-9971-180a8c22d22a"},
+		Spec: movev1alpha1.MoveOperationSpec{Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, Unencrypted: true}}}}
+	path := filepath.Join(dir, archiveName(mo))
+	write := func() {
+		if err := os.WriteFile(path, []byte("an archive"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write()
+	if _, err := r.discardArchive(context.Background(), newScope(mo)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the unrecorded archive is still there: %v", err)
+	}
+	write()
+	mo.Status.Archive = &movev1alpha1.ArchiveStatus{Location: path, Digest: "sha256:x"}
+	if _, err := r.discardArchive(context.Background(), newScope(mo)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the recorded archive was deleted: %v", err)
+	}
+}
