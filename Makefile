@@ -42,6 +42,9 @@ TEST_LOG ?= $(LOCALBIN)/test.log
 # The run writes BENCH_OUT whole, stating the command and flags that made it.
 BENCH_ARGS ?=
 BENCH_OUT ?= docs/benchmarks.md
+# Backup benchmark flags, e.g. make bench-backup BENCH_BACKUP_ARGS='-n 1 -rss-n 0'.
+BENCH_BACKUP_ARGS ?=
+BENCH_BACKUP_OUT ?= docs/benchmarks-backup.md
 
 .PHONY: all
 all: build
@@ -122,6 +125,11 @@ test-crash: ## Run the crash sweeps alone (make test runs them too): the operato
 bench: ## Benchmark the operator against clusterctl move and raw requests (N=10,50,100; hours on 2 cores); writes docs/benchmarks.md whole (BENCH_OUT); BENCH_ARGS narrows it.
 	$(GO) build -o bin/bench ./test/bench
 	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" bin/bench -out $(BENCH_OUT) $(BENCH_ARGS)
+
+.PHONY: bench-backup
+bench-backup: ## Benchmark backup and restore, the operator against clusterctl move --to-directory/--from-directory (N=1,30,100, then the operator's peak RSS at N=1,000); writes docs/benchmarks-backup.md whole (BENCH_BACKUP_OUT); BENCH_BACKUP_ARGS narrows it.
+	$(GO) build -o bin/bench ./test/bench
+	KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" bin/bench -backup -out $(BENCH_BACKUP_OUT) $(BENCH_BACKUP_ARGS)
 
 SAFETY_ARGS ?=
 

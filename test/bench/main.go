@@ -31,6 +31,12 @@
 // afterwards: the target namespace holds every object the source namespace
 // held, the source namespace holds none.
 //
+// With -backup (make bench-backup, writing docs/benchmarks-backup.md) it
+// measures backups and restores instead: clusterctl move --to-directory
+// and --from-directory against MoveOperations whose target, then source,
+// is an archive, each restore into the cluster that never held the fleet
+// (see backup.go).
+//
 // The operator runs as users install it (package installed): the manager
 // binary taken out of the host platform's image (hack/image builds it from
 // this working tree into bin/image, as make image does, unless
@@ -145,6 +151,12 @@ type options struct {
 	// podStartLatency is how long a scheduled pod of the local clusters
 	// takes to become Ready (localcluster.Options.PodStartLatency).
 	podStartLatency time.Duration
+	// backup measures backups and restores (backup.go) instead of moves:
+	// make bench-backup.
+	backup bool
+	// rssN is the fleet size of the backup whose peak RSS alone is
+	// measured after the others (-backup only); 0 leaves it out.
+	rssN int
 	// args are the command's arguments as given, and flags every flag
 	// with its value in this run: the page says how to run it again.
 	args  []string
@@ -206,6 +218,9 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.podStartLatency, "pod-start-latency", 0, "how long a scheduled pod of the local clusters takes to become Running and Ready (kwok's pod-ready stage); 0: at once, as kwok does. A provider's pod on a real node takes seconds: the container starts, the manager syncs its caches and starts its webhook server, and the kubelet's readiness probe sees it")
 	fs.BoolVar(&o.conversionWhileStopped, "conversion-while-stopped", false, "serve the providers' CRD conversion webhooks while their Deployments are at zero, admission still refused: what a move would cost if stopping the controllers did not stop conversion (not what real providers do)")
 	fs.StringVar(&o.heapProfileDir, "heap-profile", "", "sample the operator's heap every 2 s during its moves and write the profile taken at the peak to this directory")
+	fs.BoolVar(&o.backup, "backup", false, "measure backups and restores instead of moves (make bench-backup): clusterctl move --to-directory and --from-directory "+
+		"against MoveOperations whose target, then source, is an archive; -n defaults to "+backupSizes+" and -reps to "+backupReps+" (see backup.go)")
+	fs.IntVar(&o.rssN, "rss-n", largeSize, "with -backup: after the other sizes, the operator's backup alone of a fleet of this many clusters, for its peak RSS (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -215,6 +230,18 @@ func parseOptions(args []string) (options, error) {
 	o.args = args
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.backup {
+		// make bench-backup's sizes and repetitions, unless given.
+		if !set["n"] {
+			*sizes = backupSizes
+		}
+		if !set["reps"] {
+			*reps = backupReps
+		}
+	}
+	if o.rssN < 0 {
+		return o, fmt.Errorf("-rss-n: %d is not a fleet size", o.rssN)
+	}
 	fs.VisitAll(func(f *flag.Flag) {
 		o.flags = append(o.flags, flagSetting{name: f.Name, value: f.Value.String(), def: f.DefValue, usage: f.Usage, set: set[f.Name]})
 	})
@@ -346,7 +373,11 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	b.clusterctlLog = usermove.NewClusterctlLog(bufio.NewWriter(b.clusterctlLogFile))
 	b.machine = describeMachine(ctx, b.root, b.opts)
-	say("move-operator benchmark: clusterctl move vs move-operator vs raw requests; %s", b.opts.plan())
+	if b.opts.backup {
+		say("move-operator backup benchmark: clusterctl move --to-directory/--from-directory vs MoveOperations to and from an archive; %s", b.opts.backupPlan())
+	} else {
+		say("move-operator benchmark: clusterctl move vs move-operator vs raw requests; %s", b.opts.plan())
+	}
 	say("machine: %s", b.machine.summary())
 	say("work directory (logs): %s", b.workDir)
 
@@ -357,6 +388,9 @@ func (b *bench) run(ctx context.Context) error {
 	say("Kubernetes binaries: %s", binDir)
 	if err := b.prepareOperator(); err != nil {
 		return err
+	}
+	if b.opts.backup {
+		return b.runBackups(ctx)
 	}
 
 	for _, n := range b.opts.sizes {

@@ -138,6 +138,27 @@ func copyFile(from, to string) error {
 // prepare starts the operator as installed, with the bench's own settings
 // after the Deployment's args, and returns once it leads.
 func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
+	p, err := m.b.startOperator(ctx, m.b.clusters.identity, nil, "operator-"+m.f.namespace+".log")
+	if err != nil {
+		return nil, err
+	}
+	m.run, m.metrics, m.pprof = p.run, p.metrics, p.pprof
+	return []component{{name: "operator", pid: m.run.Pid}}, nil
+}
+
+// operatorProcess is the operator running as installed.
+type operatorProcess struct {
+	run *installed.Running
+	// metrics is its metrics endpoint (http://host:port/metrics), pprof
+	// serves its profiles (http://host:port).
+	metrics, pprof string
+}
+
+// startOperator starts the operator as installed, with id as its identity
+// in the cluster it runs in, the bench's own settings after the
+// Deployment's args, then more (what the caller measures with), its log in
+// the work directory under logName; it returns once the operator leads.
+func (b *bench) startOperator(ctx context.Context, id *installed.Identity, more []string, logName string) (*operatorProcess, error) {
 	metricsAddr, err := installed.FreeAddress()
 	if err != nil {
 		return nil, err
@@ -146,7 +167,7 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := m.b.opts
+	o := b.opts
 	args := []string{
 		// The Deployment serves metrics over HTTPS to callers the API server
 		// authorizes; the bench scrapes the operator's client counters with
@@ -161,26 +182,29 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 		"--kube-api-burst=" + strconv.Itoa(o.burst),
 		"--move-concurrency=" + strconv.Itoa(o.concurrency),
 	}
+	args = append(args, more...)
 	// -operator-flags come last so that they win: what someone measuring
 	// asked for.
 	args = append(args, o.operatorFlags...)
-	logPath := filepath.Join(m.b.workDir, "operator-"+m.f.namespace+".log")
-	m.run, err = m.b.install.Start(ctx, installed.Process{
-		Binary:         m.b.manager,
-		Identity:       m.b.clusters.identity,
+	logPath := filepath.Join(b.workDir, logName)
+	run, err := b.install.Start(ctx, installed.Process{
+		Binary:         b.manager,
+		Identity:       id,
 		MetricsAddress: metricsAddr,
 		Args:           args,
-		Env:            m.b.goMemLimit.env,
+		Env:            b.goMemLimit.env,
 	}, logPath)
 	if err != nil {
 		return nil, fmt.Errorf("starting the operator: %w", err)
 	}
-	m.metrics, m.pprof = "http://"+metricsAddr+"/metrics", "http://"+pprofAddr
-	if err := m.waitLeading(ctx); err != nil {
-		m.stop()
+	p := &operatorProcess{run: run, metrics: "http://" + metricsAddr + "/metrics", pprof: "http://" + pprofAddr}
+	if err := waitLeading(ctx, p); err != nil {
+		if stopErr := run.Stop(); stopErr != nil {
+			say("  stopping the operator: %v", stopErr)
+		}
 		return nil, fmt.Errorf("%w (its log: %s)", err, logPath)
 	}
-	return []component{{name: "operator", pid: m.run.Pid}}, nil
+	return p, nil
 }
 
 // waitLeading waits until the operator holds its leader lease. The
@@ -188,18 +212,18 @@ func (m *operatorMover) prepare(ctx context.Context) ([]component, error) {
 // leads: waiting here keeps the election out of the move's time (the
 // previous operator released the lease when it stopped, so this takes one
 // attempt).
-func (m *operatorMover) waitLeading(ctx context.Context) error {
+func waitLeading(ctx context.Context, p *operatorProcess) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		if families, err := scrape(ctx, http.DefaultClient, m.metrics); err == nil && leads(families) {
+		if families, err := scrape(ctx, http.DefaultClient, p.metrics); err == nil && leads(families) {
 			return nil
 		}
 		select {
-		case <-m.run.Exited():
-			return fmt.Errorf("the operator exited before it led: %w", m.run.Err())
+		case <-p.run.Exited():
+			return fmt.Errorf("the operator exited before it led: %w", p.run.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("the operator did not hold its leader lease within a minute: %w", ctx.Err())
 		case <-ticker.C:
