@@ -322,7 +322,7 @@ func TestAMissingTargetIsRejected(t *testing.T) {
 	mo := newMoveOperation("no-target", movev1alpha1.MoveOperationSpec{})
 	err := createRaw(mo, nil, "target")
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got: %v", err)
-	g.Expect(err.Error()).To(ContainSubstring("spec.target: Required value"))
+	g.Expect(err.Error()).To(ContainSubstring("set exactly one of spec.target and spec.source"))
 }
 
 func TestTheSpecCannotBeChangedOnceCreated(t *testing.T) {

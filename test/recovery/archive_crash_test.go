@@ -1,6 +1,6 @@
 //go:build cluster
 
-package crashsweep_test
+package recovery_test
 
 import (
 	"context"
