@@ -22,7 +22,7 @@ CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 # Go test flags: override to narrow a run, e.g. make test TEST_ARGS='-run TestAPI ./api/...'
 # go test starts the packages' runs in the order given: the longest (each
 # with a pair of local clusters of its own) come first, then every other.
-TEST_ARGS ?= ./test/livecontrollers ./test/crashsweep ./controllers ./test/recovery ./...
+TEST_ARGS ?= ./test/livecontrollers ./test/crashsweep ./test/recovery ./controllers ./...
 # How many packages go test builds and runs at once (its -p; default the
 # number of CPUs: on CI's 2, the long packages above held both slots while
 # every other package waited). The cluster tests spend part of their time
