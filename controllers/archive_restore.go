@@ -251,6 +251,10 @@ func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope)
 			access.Message(missing)), nil
 	}
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(plan.Len())}
+	mo.Status.RestoredPausesOf = rs.Archive.Index.PausedBy
+	if mo.Status.RestoredPausesOf == "" {
+		mo.Status.RestoredPausesOf = string(mo.UID)
+	}
 	return done(), nil
 }
 
@@ -329,6 +333,9 @@ func (r *MoveOperationReconciler) startRestoring(ctx context.Context, s *scope) 
 func (r *MoveOperationReconciler) pausedByOf(ctx context.Context, s *scope) (string, error) {
 	if !s.mo.Spec.IsRestore() {
 		return string(s.mo.UID), nil
+	}
+	if by := s.mo.Status.RestoredPausesOf; by != "" {
+		return by, nil // recorded in Validating: the store may be away now
 	}
 	rs, finding, err := r.restoreOf(ctx, s.mo)
 	if err != nil {

@@ -70,3 +70,20 @@ func TestARolledBackBackupDeletesTheArchiveItDidNotRecord(t *testing.T) {
 		t.Errorf("the recorded archive was deleted: %v", err)
 	}
 }
+
+// Once a restore has validated, resuming what its archive paused needs
+// neither the archive nor its store: a restarted operator whose store is
+// away must not keep the new cluster's providers stopped.
+func TestARestoreResumesThePausesItRecordedWithoutItsStore(t *testing.T) {
+	r := &MoveOperationReconciler{} // no archive directory: the store cannot be opened
+	mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "restore", UID: "restore-uid"},
+		Spec: movev1alpha1.MoveOperationSpec{Source: &movev1alpha1.SourceSpec{Archive: movev1alpha1.ArchiveSource{Directory: &movev1alpha1.DirectoryStore{}, Location: "a"}}}}
+	if _, err := r.pausedByOf(context.Background(), newScope(mo)); err == nil {
+		t.Fatal("without a record nor a store, the pauses to resume were found somewhere")
+	}
+	mo.Status.RestoredPausesOf = "backup-uid"
+	by, err := r.pausedByOf(context.Background(), newScope(mo))
+	if err != nil || by != "backup-uid" {
+		t.Errorf("pausedByOf = %q, %v; want the recorded backup-uid", by, err)
+	}
+}

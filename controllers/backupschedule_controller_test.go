@@ -28,8 +28,8 @@ func nightly(created time.Time) *movev1alpha1.BackupSchedule {
 	return &movev1alpha1.BackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "nightly", UID: "schedule-uid", CreationTimestamp: metav1.NewTime(created)},
 		Spec: movev1alpha1.BackupScheduleSpec{
-			Schedule: "0 2 * * *",
-			Template: movev1alpha1.MoveOperationSpec{Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, Unencrypted: true}}},
+			Schedule:                      "0 2 * * *",
+			Template:                      movev1alpha1.MoveOperationSpec{Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{Directory: &movev1alpha1.DirectoryStore{}, Unencrypted: true}}},
 			SuccessfulBackupsHistoryLimit: ptr.To[int32](2), FailedBackupsHistoryLimit: ptr.To[int32](1), StartingDeadlineSeconds: ptr.To[int64](300),
 		},
 	}

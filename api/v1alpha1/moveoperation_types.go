@@ -540,6 +540,14 @@ type MoveOperationStatus struct {
 	// +optional
 	Archive *ArchiveStatus `json:"archive,omitempty"`
 
+	// restoredPausesOf is, in a restore, the operation whose pauses the
+	// archive's objects carry (the backup's, or the restore's own for a
+	// directory clusterctl wrote): recorded when the restore validates,
+	// so that resuming them after a restart never needs the archive, or
+	// its store, again.
+	// +optional
+	RestoredPausesOf string `json:"restoredPausesOf,omitempty"`
+
 	// failureReason is a machine-readable word for why the move failed, one
 	// of the reasons docs/troubleshooting.md explains.
 	// +optional

@@ -17,7 +17,7 @@ import (
 // defaultBackupOut is where make bench-backup writes the page.
 const defaultBackupOut = "docs/benchmarks-backup.md"
 
-// The targets of issue #48 for backups and restores, reported against,
+// The targets set for backups and restores, reported against,
 // never asserted: at N=100 each of the operator's backup and restore
 // takes at most a quarter of clusterctl's time, and the operator's memory
 // does not grow with the fleet, its peak RSS backing up N=1,000 at most
