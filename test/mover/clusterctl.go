@@ -80,6 +80,10 @@ func NewClusterctlClient(ctx context.Context, dir string) (clusterctl.Client, er
 	return c, nil
 }
 
+// Client is clusterctl's library client, for a caller that moves other
+// than the Env's pair (to or from a directory).
+func (c *Clusterctl) Client() clusterctl.Client { return c.client }
+
 // ClusterctlTimeline returns a timeline of clusterctl's milestones,
 // beginning now.
 func ClusterctlTimeline() *Timeline { return newTimeline(ClusterctlOrder) }

@@ -69,6 +69,10 @@ type lab struct {
 	kinds   []schema.GroupVersionKind
 	workDir string
 	settle  time.Duration
+	// root is the checkout's root.
+	root string
+	// kit is the disaster drill's registry and key, made by its first run.
+	kit *drillKit
 }
 
 func run(o options) int {
@@ -109,8 +113,9 @@ func run(o options) int {
 		say("starting the clusters: %v", err)
 		return 1
 	}
-	l := &lab{env: env, workDir: workDir, settle: o.settle}
+	l := &lab{env: env, workDir: workDir, settle: o.settle, root: root}
 	code := l.runAll(ctx, root, scenarios, paths, began)
+	l.kit.stop()
 	if l.op != nil {
 		if err := l.op.Stop(); err != nil {
 			say("the operator stopped with: %v", err)

@@ -64,8 +64,8 @@ func writeReport(path string, results []result, scenarios []scenario, took time.
 
 func writeTable(b *strings.Builder, results []result, scenarios []scenario) {
 	b.WriteString("\n## Results\n\n")
-	b.WriteString("| scenario | mover | move | VMs created | VMs deleted | VMs powered off | Machines created | Machines deleted | hosts provisioned | copies differing | late writes | settles |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| scenario | mover | move | VMs created | VMs deleted | VMs powered off | Machines created | Machines deleted | hosts provisioned | copies differing | late writes | machine objects made again | Nodes replaced | settles |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range results {
 		move := r.duration.Round(100 * time.Millisecond).String()
 		settles := "yes"
@@ -75,8 +75,16 @@ func writeTable(b *strings.Builder, results []result, scenarios []scenario) {
 		if r.moveErr != nil {
 			move, settles = "failed", "-"
 		}
-		fmt.Fprintf(b, "| %s. %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.scenario, title(scenarios, r.scenario), r.mover, move,
-			r.vmCreated, r.vmDeleted, r.vmPoweredOff, r.machinesCreated, r.machinesDeleted, r.hostsProvisioned, len(r.copyDiffs), len(r.lateWrites), settles)
+		// Each scenario measures what its kind of run can show: a move's
+		// copies against their originals, a drill's restored machines.
+		copies, late := fmt.Sprint(len(r.copyDiffs)), fmt.Sprint(len(r.lateWrites))
+		madeAgain, replaced := "n/a", "n/a"
+		if r.drill {
+			copies, late = "n/a", "n/a"
+			madeAgain, replaced = fmt.Sprint(len(r.madeAgain)), fmt.Sprint(r.nodesReplaced)
+		}
+		fmt.Fprintf(b, "| %s. %s | %s | %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n", r.scenario, title(scenarios, r.scenario), r.mover, move,
+			r.vmCreated, r.vmDeleted, r.vmPoweredOff, r.machinesCreated, r.machinesDeleted, r.hostsProvisioned, copies, late, madeAgain, replaced, settles)
 	}
 }
 
@@ -177,6 +185,7 @@ The figures of a run:
 - **hosts provisioned**: the cloud's Provision events for the fleet's BareMetalHosts in that time, by either cluster's host controller: each writes an image to a host's disk, wiping the node running there. Only scenario g's fleets have hosts; they were provisioned once in the source before the move.
 - **copies differing**: objects whose copy, as the mover created it in the target (the state it was created with, and the managed fields of a later write that changed nothing else, seen before the mover was done, as defined for late writes below: both movers restore the source's managed fields so, right after the create, since the API server keeps the managed fields a request sets only when it changes nothing else), differs from the last state its original had in the source before the mover began deleting it (both clusters watched throughout). Left out: the status (the target's controllers compute it; neither mover carries it, but for the operator's ClusterClasses, and for every copy of the operator with ` + "`spec.objectStatusPolicy: Carry`" + `), the finalizers (a mover removes them to delete the original), the pause (` + "`spec.paused`" + `, the ` + "`cluster.x-k8s.io/paused`" + ` annotation), ` + "`clusterctl.cluster.x-k8s.io/delete-for-move`" + ` and the operator's ` + "`move.cluster.x-k8s.io/`" + ` bookkeeping.
 - **late writes**: the controllers' accepted writes to the fleet (Events aside), in either cluster, after the mover had read the objects it copies (clusterctl: its "Creating objects in the target cluster" milestone, after discovery; the operator: its Copying phase) and before it had copied and deleted them all (clusterctl: "Resuming the target ClusterClasses", just before it unpauses the target; the operator: RestoringTarget, when it starts the target's controllers). Each is a change the copy may not carry, or a controller acting on an object while it is being moved.
+- **Scenario i, the disaster drill**, is a backup and a restore, not a move: its fleet runs in a management cluster of its own (the same controllers on the same clouds) that each mover backs up, which is then lost, and which each mover restores into the target (see the scenario). Its figures count from the backup's start to the end of the settle window; its move column is the backup's time plus the restore's; copies differing and late writes are not measured there (n/a). Two figures are its alone (n/a elsewhere): **machine objects made again**, the creates and deletes the target's controllers made of a machine's objects (infrastructure machines, KubeadmConfigs, bootstrap data Secrets) after the restore, and **Nodes replaced**, the workload Nodes of the fleet's Machines whose UID after the restore is not the one before the backup.
 - **settles**: within 4 minutes of the move, every Cluster is Available in the target, every Machine and MachinePool Running with its status computed for its generation, every BareMetalHost's status says it holds its image for its consumer's copy, and every Cluster stays Available through the settle window.
 `
 

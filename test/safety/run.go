@@ -121,6 +121,14 @@ type result struct {
 	settleNote string
 	// sequence is what happened, in order, for the report.
 	sequence []string
+	// drill: the run is the disaster drill, where copies are not compared
+	// and late writes not counted, and where two more things are checked:
+	// the machines' objects the target's controllers made again
+	// (madeAgain), and the workload Nodes replaced (another UID after the
+	// restore than before the backup).
+	drill         bool
+	madeAgain     []string
+	nodesReplaced int
 }
 
 func (r result) summary() string {
@@ -134,7 +142,7 @@ func (r result) summary() string {
 
 // disturbed reports whether any figure is non-zero or the fleet did not settle.
 func (r result) disturbed() bool {
-	return r.moveErr != nil || r.vmCreated+r.vmDeleted+r.vmPoweredOff+r.machinesCreated+r.machinesDeleted+r.hostsProvisioned+len(r.copyDiffs)+len(r.lateWrites) > 0 || !r.settled
+	return r.moveErr != nil || r.vmCreated+r.vmDeleted+r.vmPoweredOff+r.machinesCreated+r.machinesDeleted+r.hostsProvisioned+len(r.copyDiffs)+len(r.lateWrites)+len(r.madeAgain)+r.nodesReplaced > 0 || !r.settled
 }
 
 // eventLog collects the scenario's own steps with their times.
@@ -163,6 +171,9 @@ func (e *eventLog) all() []timedEvent {
 // runOne creates a fleet, lets it settle, arms the scenario, moves the
 // fleet with the mover, and measures.
 func (l *lab) runOne(ctx context.Context, s scenario, m string) result {
+	if s.drill {
+		return l.runDrill(ctx, s, m)
+	}
 	r := result{scenario: s.id, mover: m}
 	prefix := "s" + s.id + moverCode(m) + "-" + rand.String(4)
 	f, err := l.createFleet(ctx, s, prefix)

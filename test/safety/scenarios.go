@@ -37,6 +37,9 @@ type scenario struct {
 	// capd makes the fleet a CAPD in-memory one (devFleet) instead of the
 	// loop provider's.
 	capd bool
+	// drill makes the run the disaster drill (runDrill): a backup, the
+	// loss of the fleet's management cluster, a restore into the target.
+	drill bool
 }
 
 // moverList is the movers the scenario runs with, in order.
@@ -93,6 +96,7 @@ func allScenarios() []scenario {
 		{id: "h", title: "baseline, CAPD in-memory", setup: "Scenario a on a provider nobody here wrote: the fleet is one classic workload cluster of Cluster API's own development provider (CAPD v1.14.2) with its in-memory backend, created as a user creates it (a Cluster, a DevCluster, a KubeadmControlPlane of one and a MachineDeployment of one worker, as upstream's in-memory templates hold them; package `test/devfleet`) and provisioned by the source's controllers, its VMs in the in-memory cloud both clusters' CAPD share (package `test/inmemorycloud`, which records every VM created and deleted). No fault is injected: the loop provider stays where only it can inject them.",
 			arm:  func(context.Context, *lab, *fleet.Fleet, *eventLog) (*armed, error) { return &armed{}, nil },
 			capd: true},
+		drillScenario(),
 	}
 }
 
