@@ -104,7 +104,9 @@ func (r *MoveOperationReconciler) writeArchive(ctx context.Context, s *scope) (o
 	about := backup.About{Selection: sel, Source: sourceID, PausedBy: string(mo.UID)}
 	taken := time.Now()
 	stored, err := store.Put(ctx, name, func(w io.Writer) error {
-		aw, err := archive.NewWriter(w, enc, taken)
+		// The index waits for Close in the spool directory, entry by entry,
+		// not in memory.
+		aw, err := archive.NewWriter(w, enc, taken, archive.SpoolIn(r.Archives.SpoolDirectory))
 		if err != nil {
 			return err
 		}

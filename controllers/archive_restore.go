@@ -76,8 +76,9 @@ func (r *MoveOperationReconciler) localTarget() *remote.Target {
 }
 
 // restoreOf opens the archive a restore names and returns the restore of
-// it into this cluster, kept in the run: an archive is read whole once
-// (and checked whole: its digest, its key, every file's hash). A problem a
+// it into this cluster, kept in the run: an archive is checked whole once
+// (its digest, its key, every file's hash), and its objects are read from
+// its file as the restore asks for them, never held all at once. A problem a
 // human fixes outside the MoveOperation (a Secret) is a finding to wait
 // for; a damaged archive or a wrong key fails it.
 func (r *MoveOperationReconciler) restoreOf(ctx context.Context, mo *movev1alpha1.MoveOperation) (*backup.Restore, *preflight.Finding, error) {
@@ -101,7 +102,7 @@ func (r *MoveOperationReconciler) restoreOf(ctx context.Context, mo *movev1alpha
 	if finding != nil || err != nil {
 		return nil, finding, err
 	}
-	a, err := readArchive(ctx, store, src.Location, ids)
+	a, err := readArchive(ctx, store, src.Location, r.Archives.SpoolDirectory, ids)
 	var unreachable *unreachableArchive
 	if errors.As(err, &unreachable) {
 		return nil, &preflight.Finding{Reason: movev1alpha1.ReasonArchiveUnreadable, Retry: true, Message: fmt.Sprintf(
@@ -122,10 +123,14 @@ type unreachableArchive struct{ err error }
 
 func (u *unreachableArchive) Error() string { return u.err.Error() }
 
-// readArchive reads the archive at location in store: an archive file or
+// readArchive opens the archive at location in store: an archive file or
 // artifact, or, in the archive directory, a directory of one object per
-// file (clusterctl move --to-directory's, or an archive unpacked).
-func readArchive(ctx context.Context, store backupstore.Store, location string, ids []age.Identity) (*archive.Archive, error) {
+// file (clusterctl move --to-directory's, or an archive unpacked). An
+// artifact is copied to a file of spoolDir first, encrypted as it was
+// stored. The archive reads its objects from that file while it is used:
+// the file stays open until the archive is let go (its finalizer closes
+// it).
+func readArchive(ctx context.Context, store backupstore.Store, location, spoolDir string, ids []age.Identity) (*archive.Archive, error) {
 	if d, ok := store.(backupstore.Directory); ok {
 		path := filepath.Join(d.Path, location)
 		if filepath.IsAbs(location) {
@@ -140,12 +145,16 @@ func readArchive(ctx context.Context, store backupstore.Store, location string, 
 			return archive.ReadDirectory(path)
 		}
 	}
-	rc, err := store.Open(ctx, location)
+	f, size, err := backupstore.OpenFile(ctx, store, location, spoolDir)
 	if err != nil {
 		return nil, &unreachableArchive{err}
 	}
-	defer rc.Close() //nolint:errcheck // read only
-	return archive.Read(rc, ids...)
+	a, err := archive.Open(f, size, ids...)
+	if err != nil {
+		f.Close() //nolint:errcheck // read only
+		return nil, err
+	}
+	return a, nil
 }
 
 // archiveSourceStore is the store a restore reads its archive from.

@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,8 +20,10 @@ import (
 // and copies from, as a move reads its source cluster. It serves Get and
 // List of unstructured and metadata-only objects by group and kind; an
 // object is served at the version the archive holds it in (the restore
-// checks that the cluster it writes to serves that version). Lists come in
-// one page, narrowed by namespace and label selector.
+// checks that the cluster it writes to serves that version). Lists are
+// narrowed by namespace and label selector, and come in pages of the
+// limit asked for (one page without one): each object is read from the
+// archive as it is served, so what a reader holds is its page.
 func (a *Archive) Reader() client.Reader { return archiveReader{a} }
 
 type archiveReader struct{ a *Archive }
@@ -30,21 +33,46 @@ var _ client.Reader = archiveReader{}
 func (r archiveReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	_, byKey := r.a.indexed()
-	if o, ok := byKey[objectKey{gvk.GroupKind(), key.Namespace, key.Name}]; ok {
+	if i, ok := byKey[objectKey{gvk.GroupKind(), key.Namespace, key.Name}]; ok {
+		o, err := r.a.Object(i)
+		if err != nil {
+			return err
+		}
 		return fill(o, obj)
 	}
 	return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}, key.Name)
 }
 
+// List serves the objects of a kind in the order they were written. A
+// continue token is the place in that order of the next object to serve.
 func (r archiveReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	gvk := list.GetObjectKind().GroupVersionKind()
 	gk := schema.GroupKind{Group: gvk.Group, Kind: strings.TrimSuffix(gvk.Kind, "List")}
-	var items []runtime.Object
 	byKind, _ := r.a.indexed()
-	for _, o := range byKind[gk] {
-		if lo.Namespace != "" && o.GetNamespace() != lo.Namespace {
+	entries := byKind[gk]
+	start := 0
+	if lo.Continue != "" {
+		n, err := strconv.Atoi(lo.Continue)
+		if err != nil || n < 0 || n > len(entries) {
+			return apierrors.NewBadRequest(fmt.Sprintf("%q is not a continue token of this archive", lo.Continue))
+		}
+		start = n
+	}
+	var items []runtime.Object
+	next := ""
+	for k := start; k < len(entries); k++ {
+		if lo.Limit > 0 && int64(len(items)) == lo.Limit {
+			next = strconv.Itoa(k)
+			break
+		}
+		e := r.a.Index.Objects[entries[k]]
+		if lo.Namespace != "" && e.Namespace != lo.Namespace {
 			continue
+		}
+		o, err := r.a.Object(entries[k])
+		if err != nil {
+			return err
 		}
 		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
 			continue
@@ -58,7 +86,13 @@ func (r archiveReader) List(_ context.Context, list client.ObjectList, opts ...c
 		}
 		items = append(items, item)
 	}
-	return meta.SetList(list, items)
+	if err := meta.SetList(list, items); err != nil {
+		return err
+	}
+	if la, ok := list.(metav1.ListInterface); ok {
+		la.SetContinue(next)
+	}
+	return nil
 }
 
 // newItem returns an empty item of the list's type.
@@ -72,16 +106,16 @@ func newItem(list client.ObjectList) (client.Object, error) {
 	return nil, fmt.Errorf("an archive lists unstructured or metadata-only objects, not %T", list)
 }
 
-// fill copies o into obj: whole into an unstructured object, its metadata
-// into a metadata-only one.
+// fill gives o to obj: whole to an unstructured object, its metadata to a
+// metadata-only one. o is read for this call alone, and not used after.
 func fill(o *unstructured.Unstructured, obj client.Object) error {
 	switch out := obj.(type) {
 	case *unstructured.Unstructured:
-		out.Object = o.DeepCopy().Object
+		out.Object = o.Object
 		return nil
 	case *metav1.PartialObjectMetadata:
 		out.TypeMeta = metav1.TypeMeta{APIVersion: o.GetAPIVersion(), Kind: o.GetKind()}
-		md, _ := o.DeepCopy().Object["metadata"].(map[string]any)
+		md, _ := o.Object["metadata"].(map[string]any)
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &out.ObjectMeta); err != nil {
 			return fmt.Errorf("reading the metadata of %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}

@@ -34,13 +34,18 @@ func Unpack(a *Archive, dir string) error {
 	if err := os.Mkdir(filepath.Join(tmp, objectsDir), 0o700); err != nil {
 		return fmt.Errorf("unpacking the archive: %w", err)
 	}
-	for i, obj := range a.objects {
-		data, err := obj.MarshalJSON()
+	// Each file as it was written, read and checked one at a time: its
+	// hash in the index holds for the unpacked file too.
+	for i, e := range a.Index.Objects {
+		data, err := a.load(i)
 		if err != nil {
-			return fmt.Errorf("encoding %s: %w", a.Index.Objects[i], err)
+			return fmt.Errorf("reading %s from the archive: %w", e, err)
 		}
-		if err := os.WriteFile(filepath.Join(tmp, a.Index.Objects[i].File), data, 0o600); err != nil {
-			return fmt.Errorf("unpacking %s: %w", a.Index.Objects[i], err)
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != e.SHA256 {
+			return damaged("%s (%s) is not what was written", e, e.File)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, e.File), data, 0o600); err != nil {
+			return fmt.Errorf("unpacking %s: %w", e, err)
 		}
 	}
 	ix, err := json.MarshalIndent(a.Index, "", "  ")
@@ -72,6 +77,8 @@ func ReadDirectory(dir string) (*Archive, error) {
 	}
 }
 
+// readUnpacked checks an unpacked archive's files against its index, one
+// at a time, and reads each again when it is asked for.
 func readUnpacked(dir string, index []byte) (*Archive, error) {
 	ix, err := parseIndex(index)
 	if err != nil {
@@ -81,31 +88,45 @@ func readUnpacked(dir string, index []byte) (*Archive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the objects of %s: %w", dir, err)
 	}
-	files := map[string][]byte{}
+	files := map[string]bool{}
 	for _, de := range entries {
 		name := objectsDir + de.Name()
 		if !validName(name) || !de.Type().IsRegular() {
 			return nil, fmt.Errorf("%w: %s holds %s, which an archive never does", ErrNotArchive, dir, name)
 		}
-		if files[name], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+		files[name] = true
+	}
+	a := &Archive{Index: *ix, decode: decodeJSON, load: func(i int) ([]byte, error) {
+		return os.ReadFile(filepath.Join(dir, ix.Objects[i].File))
+	}}
+	for i, e := range ix.Objects {
+		if !files[e.File] {
+			return nil, fmt.Errorf("%s: %w", dir, damaged("%s (%s) is in its index and not in the archive", e, e.File))
+		}
+		delete(files, e.File)
+		if _, err := a.Object(i); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 	}
-	a := &Archive{}
-	if err := a.check(files, ix); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+	for name := range files {
+		return nil, fmt.Errorf("%s: %w", dir, damaged("it holds %s, which its index does not name", name))
 	}
 	return a, nil
 }
 
 // readClusterctlDirectory reads what clusterctl's filesToObjs reads: every
-// file of dir, each a YAML or JSON object.
+// file of dir, each a YAML or JSON object, indexed as it is read, and read
+// again when it is asked for.
 func readClusterctlDirectory(dir string) (*Archive, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", dir, err)
 	}
-	a := &Archive{}
+	a := &Archive{decode: decodeYAML}
+	a.load = func(i int) ([]byte, error) {
+		return os.ReadFile(filepath.Join(dir, strings.TrimPrefix(a.Index.Objects[i].File, objectsDir)))
+	}
+	var namespaces []string
 	for _, de := range entries {
 		if !de.Type().IsRegular() {
 			return nil, fmt.Errorf("%w: %s holds %s, which is not a file; clusterctl's directories hold one file per object", ErrNotArchive, dir, de.Name())
@@ -114,32 +135,33 @@ func readClusterctlDirectory(dir string) (*Archive, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", de.Name(), err)
 		}
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil || obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
+		obj, err := decodeYAML(data)
+		if err != nil || obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
 			return nil, fmt.Errorf("%w: %s in %s is not a Kubernetes object (apiVersion, kind and name); name a directory clusterctl move --to-directory wrote, or one Unpack wrote", ErrNotArchive, de.Name(), dir)
 		}
 		sum := sha256.Sum256(data)
-		a.objects = append(a.objects, obj)
 		a.Index.Objects = append(a.Index.Objects, Entry{
 			APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
 			UID: obj.GetUID(), File: objectsDir + de.Name(), SHA256: hex.EncodeToString(sum[:]),
 		})
+		if ns := obj.GetNamespace(); ns != "" && !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
 	}
-	if len(a.objects) == 0 {
+	if len(a.Index.Objects) == 0 {
 		return nil, fmt.Errorf("%w: %s is empty", ErrNotArchive, dir)
 	}
-	a.Index.Namespaces = namespacesOf(a.objects)
+	slices.SortFunc(namespaces, strings.Compare)
+	a.Index.Namespaces = namespaces
 	return a, nil
 }
 
-// namespacesOf returns the namespaces the objects are in, sorted.
-func namespacesOf(objs []*unstructured.Unstructured) []string {
-	var out []string
-	for _, o := range objs {
-		if ns := o.GetNamespace(); ns != "" && !slices.Contains(out, ns) {
-			out = append(out, ns)
-		}
+// decodeYAML decodes a file of a directory: YAML or JSON, as clusterctl
+// reads them.
+func decodeYAML(data []byte) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+		return nil, err
 	}
-	slices.SortFunc(out, strings.Compare)
-	return out
+	return obj, nil
 }

@@ -20,8 +20,13 @@
 // is read here (ReadDirectory) as an archive without an index.
 //
 // The index comes last so that the writer streams: it never holds more than
-// one object, whatever the fleet's size. A reader that finds no index has
-// read a cut archive.
+// one object, whatever the fleet's size, and keeps the index's entries in a
+// spool file until it copies them into the archive, last. A reader that
+// finds no index has read a cut archive. A reader opens an archive from a
+// file (Open): it checks every file once, keeps the index and where each
+// file is, and reads each object again from the file when asked for it
+// (age decrypts any 64 KiB chunk on its own), so neither side holds the
+// archive.
 //
 // This package knows nothing of clusters, phases or stores: it turns
 // objects into bytes and bytes into objects, and says plainly what is wrong

@@ -2,7 +2,6 @@ package archive
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,30 +9,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"sync"
 
 	"filippo.io/age"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ageMagic starts every age file (its header's version line).
 const ageMagic = "age-encryption.org/v1\n"
 
-// Archive is an archive read whole and checked: every object its index
-// names, each file as it was written.
+// Archive is an archive checked whole (every object its index names, each
+// file as it was written) and read an object at a time: it holds its index
+// and where each object's file is, never the objects, so that a restore's
+// memory does not grow with the archive. Each object is read again from
+// its file, and checked again against its SHA-256, when it is asked for.
 type Archive struct {
 	Index Index
 	// Encrypted says whether the archive was encrypted.
 	Encrypted bool
-	objects   []*unstructured.Unstructured
 
-	// byKind and byKey index the objects for Reader, built at its first
+	// load returns the file of the entry at i of Index.Objects, as it was
+	// written; decode decodes one.
+	load   func(i int) ([]byte, error)
+	decode func(data []byte) (*unstructured.Unstructured, error)
+
+	// byKind and byKey index the entries for Reader, built at its first
 	// read: a restore reads every object by name, and a scan per read
 	// made a fleet of thousands of objects take minutes.
 	indexOnce sync.Once
-	byKind    map[schema.GroupKind][]*unstructured.Unstructured
-	byKey     map[objectKey]*unstructured.Unstructured
+	byKind    map[schema.GroupKind][]int
+	byKey     map[objectKey]int
 }
 
 // objectKey names one object of an archive.
@@ -42,75 +50,178 @@ type objectKey struct {
 	namespace, name string
 }
 
-// indexed returns the archive's objects by kind and by key.
-func (a *Archive) indexed() (map[schema.GroupKind][]*unstructured.Unstructured, map[objectKey]*unstructured.Unstructured) {
+// indexed returns the archive's entries (their places in Index.Objects) by
+// kind and by key.
+func (a *Archive) indexed() (map[schema.GroupKind][]int, map[objectKey]int) {
 	a.indexOnce.Do(func() {
-		a.byKind = map[schema.GroupKind][]*unstructured.Unstructured{}
-		a.byKey = make(map[objectKey]*unstructured.Unstructured, len(a.objects))
-		for _, o := range a.objects {
-			gk := o.GroupVersionKind().GroupKind()
-			a.byKind[gk] = append(a.byKind[gk], o)
-			a.byKey[objectKey{gk, o.GetNamespace(), o.GetName()}] = o
+		a.byKind = map[schema.GroupKind][]int{}
+		a.byKey = make(map[objectKey]int, len(a.Index.Objects))
+		for i, e := range a.Index.Objects {
+			gk := e.GroupVersionKind().GroupKind()
+			a.byKind[gk] = append(a.byKind[gk], i)
+			a.byKey[objectKey{gk, e.Namespace, e.Name}] = i
 		}
 	})
 	return a.byKind, a.byKey
 }
 
-// Objects returns the archive's objects in the order they were written
-// (creation order); the slice is the caller's, the objects are not.
-func (a *Archive) Objects() []*unstructured.Unstructured {
-	return append([]*unstructured.Unstructured(nil), a.objects...)
+// Object reads the object of the entry at i of Index.Objects, from its
+// file, checked again: a file changed since the archive was opened is an
+// error wrapping ErrDamaged. The object is the caller's.
+func (a *Archive) Object(i int) (*unstructured.Unstructured, error) {
+	e := a.Index.Objects[i]
+	data, err := a.load(i)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s (%s) from the archive: %w", e, e.File, err)
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != e.SHA256 {
+		return nil, damaged("%s (%s) is not what was written", e, e.File)
+	}
+	obj, err := a.decode(data)
+	if err != nil {
+		return nil, damaged("%s (%s) cannot be decoded: %v", e, e.File, err)
+	}
+	if identityOf(obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetUID()) != e.identity() {
+		return nil, damaged("%s holds %s %s/%s, not %s", e.File, obj.GetKind(), obj.GetNamespace(), obj.GetName(), e)
+	}
+	return obj, nil
 }
 
-// Read reads an archive from r and checks it: decrypted with one of the
-// identities when it is encrypted, every file against the index, nothing
-// missing and nothing more. It returns an error wrapping ErrKeyRequired,
-// ErrWrongKey, ErrDamaged or ErrNotArchive, that says what to do, rather
-// than part of an archive.
+// All yields the archive's objects in the order they were written
+// (creation order), one at a time, each read from its file as it is
+// yielded; a file that can no longer be read ends it with its error.
+func (a *Archive) All() iter.Seq2[*unstructured.Unstructured, error] {
+	return func(yield func(*unstructured.Unstructured, error) bool) {
+		for i := range a.Index.Objects {
+			obj, err := a.Object(i)
+			if !yield(obj, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Objects returns every object of the archive, in the order they were
+// written: all of them in memory at once, for a small archive (a test, a
+// listing); a restore reads them one at a time (Reader, All). It returns
+// nil when one can no longer be read: All says why.
+func (a *Archive) Objects() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(a.Index.Objects))
+	for obj, err := range a.All() {
+		if err != nil {
+			return nil
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// Read reads an archive from r, all of it into memory, and checks it as
+// Open does: for an archive of a few objects (a test's), or one that
+// cannot be read but in order. A restore opens its archive with Open,
+// which holds none of it.
 func Read(r io.Reader, identities ...age.Identity) (*Archive, error) {
-	payload, encrypted, err := decrypt(r, identities)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading the archive: %w", err)
+	}
+	return Open(bytes.NewReader(data), int64(len(data)), identities...)
+}
+
+// Open opens the archive of size bytes that r reads (a file) and checks
+// it: decrypted with one of the identities when it is encrypted, every
+// file against the index, nothing missing and nothing more. It reads the
+// whole archive once to check it, and holds only its index: each object is
+// read from r again when it is asked for, so r must stay open, and
+// unchanged, while the Archive is used (an encrypted archive's chunks are
+// authenticated again as they are read, an unencrypted archive's files
+// hashed again). It returns an error wrapping ErrKeyRequired, ErrWrongKey,
+// ErrDamaged or ErrNotArchive, that says what to do, rather than part of
+// an archive.
+func Open(r io.ReaderAt, size int64, identities ...age.Identity) (*Archive, error) {
+	payload, payloadSize, encrypted, err := decrypt(r, size, identities)
 	if err != nil {
 		return nil, err
 	}
-	a := &Archive{Encrypted: encrypted}
-	files, ix, err := readTar(payload, encrypted)
+	files, ix, err := scanTar(io.NewSectionReader(payload, 0, payloadSize), encrypted)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.check(files, ix); err != nil {
-		return nil, err
+	a := &Archive{Index: *ix, Encrypted: encrypted, decode: decodeJSON}
+	places := make([]tarFile, len(ix.Objects))
+	for i, e := range ix.Objects {
+		f, ok := files[e.File]
+		switch {
+		case !ok:
+			return nil, damaged("%s (%s) is in its index and not in the archive", e, e.File)
+		case hex.EncodeToString(f.sum[:]) != e.SHA256:
+			return nil, damaged("%s (%s) is not what was written", e, e.File)
+		case f.decodeErr != nil:
+			return nil, damaged("%s (%s) cannot be decoded: %v", e, e.File, f.decodeErr)
+		case f.identity != e.identity():
+			return nil, damaged("%s does not hold %s", e.File, e)
+		}
+		delete(files, e.File)
+		places[i] = f
+	}
+	for name := range files {
+		return nil, damaged("it holds %s, which its index does not name", name)
+	}
+	a.load = func(i int) ([]byte, error) {
+		data := make([]byte, places[i].size)
+		if _, err := payload.ReadAt(data, places[i].offset); err != nil {
+			if errors.Is(err, io.EOF) || encrypted {
+				// age authenticates each chunk as it decrypts it.
+				return nil, damaged("reading %s: %v", ix.Objects[i].File, err)
+			}
+			return nil, err
+		}
+		return data, nil
 	}
 	return a, nil
 }
 
-// decrypt returns the archive's tar stream, and whether it was encrypted.
-func decrypt(r io.Reader, identities []age.Identity) (io.Reader, bool, error) {
-	br := bufio.NewReader(r)
-	head, err := br.Peek(len(ageMagic))
+// decrypt returns what reads the archive's tar stream and its size, and
+// whether it was encrypted.
+func decrypt(r io.ReaderAt, size int64, identities []age.Identity) (io.ReaderAt, int64, bool, error) {
+	head := make([]byte, len(ageMagic))
+	n, err := r.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, false, fmt.Errorf("reading the archive: %w", err)
+		return nil, 0, false, fmt.Errorf("reading the archive: %w", err)
 	}
-	if !bytes.Equal(head, []byte(ageMagic)) {
-		return br, false, nil
+	if !bytes.Equal(head[:n], []byte(ageMagic)) {
+		return r, size, false, nil
 	}
 	if len(identities) == 0 {
-		return nil, true, fmt.Errorf("%w: give the private key (an age X25519 identity, AGE-SECRET-KEY-1...) of one of the public keys it was encrypted to", ErrKeyRequired)
+		return nil, 0, true, fmt.Errorf("%w: give the private key (an age X25519 identity, AGE-SECRET-KEY-1...) of one of the public keys it was encrypted to", ErrKeyRequired)
 	}
-	payload, err := age.Decrypt(br, identities...)
+	payload, payloadSize, err := age.DecryptReaderAt(r, size, identities...)
 	var noMatch *age.NoIdentityMatchError
 	switch {
 	case errors.As(err, &noMatch):
-		return nil, true, fmt.Errorf("%w: it was encrypted to other public keys; give the private key of one of them", ErrWrongKey)
+		return nil, 0, true, fmt.Errorf("%w: it was encrypted to other public keys; give the private key of one of them", ErrWrongKey)
 	case err != nil:
-		return nil, true, damaged("its encryption header cannot be read (%v)", err)
+		return nil, 0, true, damaged("it cannot be decrypted (%v)", err)
 	}
-	return payload, true, nil
+	return payload, payloadSize, true, nil
 }
 
-// readTar reads every file of the tar stream, and the index apart.
-func readTar(payload io.Reader, encrypted bool) (map[string][]byte, *Index, error) {
+// tarFile is where an object's file is in an archive's tar stream, and
+// what it was found to hold when the archive was opened.
+type tarFile struct {
+	offset, size int64
+	sum          [sha256.Size]byte
+	// identity is the object's (identityOf), or decodeErr why it has none.
+	identity  [sha256.Size]byte
+	decodeErr error
+}
+
+// scanTar reads the tar stream once: every object file's place, hash and
+// identity, and the index, which comes last.
+func scanTar(payload *io.SectionReader, encrypted bool) (map[string]tarFile, *Index, error) {
 	tr := tar.NewReader(payload)
-	files := map[string][]byte{}
+	files := map[string]tarFile{}
 	var ix *Index
 	for first := true; ; first = false {
 		hdr, err := tr.Next()
@@ -123,8 +234,15 @@ func readTar(payload io.Reader, encrypted bool) (map[string][]byte, *Index, erro
 			}
 			return nil, nil, damaged("%v", err)
 		}
-		if !validName(hdr.Name) || hdr.Typeflag != tar.TypeReg || files[hdr.Name] != nil {
+		_, seen := files[hdr.Name]
+		if !validName(hdr.Name) || hdr.Typeflag != tar.TypeReg || seen || (hdr.Name == indexFile && ix != nil) {
 			return nil, nil, fmt.Errorf("%w: it holds %q, which this format never writes; name an archive a backup wrote", ErrNotArchive, hdr.Name)
+		}
+		// The tar reader reads no further than a header: the stream is at
+		// the file's first byte.
+		offset, err := payload.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the archive: %w", err)
 		}
 		data, err := io.ReadAll(tr)
 		if err != nil {
@@ -136,7 +254,9 @@ func readTar(payload io.Reader, encrypted bool) (map[string][]byte, *Index, erro
 			}
 			continue
 		}
-		files[hdr.Name] = data
+		f := tarFile{offset: offset, size: int64(len(data)), sum: sha256.Sum256(data)}
+		f.identity, f.decodeErr = identityOfJSON(data)
+		files[hdr.Name] = f
 	}
 	if ix == nil {
 		return nil, nil, damaged("it ends before its index, which is written last")
@@ -155,30 +275,42 @@ func parseIndex(data []byte) (*Index, error) {
 	return ix, nil
 }
 
-// check holds the files against the index, and decodes the objects.
-func (a *Archive) check(files map[string][]byte, ix *Index) error {
-	for _, e := range ix.Objects {
-		data, ok := files[e.File]
-		if !ok {
-			return damaged("%s (%s) is in its index and not in the archive", e, e.File)
-		}
-		sum := sha256.Sum256(data)
-		if hex.EncodeToString(sum[:]) != e.SHA256 {
-			return damaged("%s (%s) is not what was written", e, e.File)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(data); err != nil {
-			return damaged("%s (%s) cannot be decoded: %v", e, e.File, err)
-		}
-		if obj.GetAPIVersion() != e.APIVersion || obj.GetKind() != e.Kind || obj.GetNamespace() != e.Namespace || obj.GetName() != e.Name || obj.GetUID() != e.UID {
-			return damaged("%s holds %s %s/%s, not %s", e.File, obj.GetKind(), obj.GetNamespace(), obj.GetName(), e)
-		}
-		delete(files, e.File)
-		a.objects = append(a.objects, obj)
+func decodeJSON(data []byte) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(data); err != nil {
+		return nil, err
 	}
-	for name := range files {
-		return damaged("it holds %s, which its index does not name", name)
+	return obj, nil
+}
+
+// identityOf names an object by what an index entry says of it, as a hash,
+// so that an archive holds 32 bytes of each file between finding it and
+// reading the index that names it.
+func identityOf(apiVersion, kind, namespace, name string, uid types.UID) [sha256.Size]byte {
+	return sha256.Sum256([]byte(apiVersion + "\x00" + kind + "\x00" + namespace + "\x00" + name + "\x00" + string(uid)))
+}
+
+func (e Entry) identity() [sha256.Size]byte {
+	return identityOf(e.APIVersion, e.Kind, e.Namespace, e.Name, e.UID)
+}
+
+// identityOfJSON decodes what names the object of a file, and nothing
+// else of it.
+func identityOfJSON(data []byte) ([sha256.Size]byte, error) {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Namespace string    `json:"namespace"`
+			Name      string    `json:"name"`
+			UID       types.UID `json:"uid"`
+		} `json:"metadata"`
 	}
-	a.Index = *ix
-	return nil
+	if err := json.Unmarshal(data, &head); err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	if head.Kind == "" {
+		return [sha256.Size]byte{}, errors.New("Object 'Kind' is missing")
+	}
+	return identityOf(head.APIVersion, head.Kind, head.Metadata.Namespace, head.Metadata.Name, head.Metadata.UID), nil
 }

@@ -29,8 +29,13 @@ type About struct {
 // creation order, to w, then closes w with an index that says what the
 // backup took. It reads one page at a time: a backup's memory does not grow
 // with the fleet. An error leaves w unclosed, which no reader accepts as an
-// archive.
-func Write(ctx context.Context, source client.Reader, p *graph.Plan, w *archive.Writer, about About) error {
+// archive, and abandoned (archive.Writer.Abandon).
+func Write(ctx context.Context, source client.Reader, p *graph.Plan, w *archive.Writer, about About) (err error) {
+	defer func() {
+		if err != nil {
+			w.Abandon()
+		}
+	}()
 	if about.PausedBy == "" {
 		// An index that names no pause is read as clusterctl's, whose
 		// restore resumes every paused Cluster, a user's pauses too.

@@ -67,3 +67,41 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// OpenFile opens the archive ref names in store as a file, which a reader
+// reads at any offset without holding the archive (archive.Open): a
+// Directory's own file, or, from any other store, a copy of what Open
+// reads, in a file of spoolDir (the system's temporary directory when
+// empty) removed as soon as it is made, so that only the open file holds
+// it and nothing is left behind. The archive is copied as it was stored,
+// encrypted when it was. The caller closes the file.
+func OpenFile(ctx context.Context, store Store, ref, spoolDir string) (*os.File, int64, error) {
+	rc, err := store.Open(ctx, ref)
+	if err != nil {
+		return nil, 0, err
+	}
+	if f, ok := rc.(*os.File); ok {
+		info, err := f.Stat()
+		if err != nil {
+			f.Close() //nolint:errcheck // the error that matters is err
+			return nil, 0, fmt.Errorf("opening the archive: %w", err)
+		}
+		return f, info.Size(), nil
+	}
+	defer rc.Close() //nolint:errcheck // read only
+	f, err := os.CreateTemp(spoolDir, ".archive-*.read")
+	if err != nil {
+		return nil, 0, fmt.Errorf("making room for the archive: %w", err)
+	}
+	os.Remove(f.Name()) //nolint:errcheck // where the system allows it; otherwise removed below
+	fail := func(err error) (*os.File, int64, error) {
+		f.Close()           //nolint:errcheck // the error that matters is err
+		os.Remove(f.Name()) //nolint:errcheck // a temporary file
+		return nil, 0, err
+	}
+	size, err := io.Copy(f, rc)
+	if err != nil {
+		return fail(fmt.Errorf("reading the archive: %w", err))
+	}
+	return f, size, nil
+}
