@@ -202,7 +202,7 @@ func startManager(opts options) error {
 	if err != nil {
 		return fmt.Errorf("--operator-deployment: %w", err)
 	}
-	if err := (&controllers.MoveOperationReconciler{
+	moves := &controllers.MoveOperationReconciler{
 		Client:    mgr.GetClient(),
 		Source:    source,
 		APIReader: mgr.GetAPIReader(),
@@ -217,13 +217,17 @@ func startManager(opts options) error {
 
 		CreatorPolicy: opts.creatorPolicy,
 		Archives:      controllers.Archives{Directory: opts.archiveDirectory, SpoolDirectory: opts.spoolDirectory},
-	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
+	}
+	if err := moves.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
 		return err
 	}
 	if err := (&controllers.BackupScheduleReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("move-operator"),
 		Self:     source,
+		// A schedule removes a pruned backup's archive from the store
+		// that backup wrote to, reached as the backup reached it.
+		ArchiveStore: moves.ArchiveStoreOf,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

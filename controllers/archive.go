@@ -110,6 +110,24 @@ func (r *MoveOperationReconciler) archiveStore(ctx context.Context, mo *movev1al
 	return store, nil, nil
 }
 
+// ArchiveStoreOf is the store a backup wrote its archive to, reached as
+// the backup reached it (the operator's archive directory, or the registry
+// with the credentials its spec names), for a schedule that removes the
+// archives of the backups it prunes.
+func (r *MoveOperationReconciler) ArchiveStoreOf(ctx context.Context, mo *movev1alpha1.MoveOperation) (backupstore.Store, error) {
+	if mo.Spec.Target.Archive == nil {
+		return nil, fmt.Errorf("MoveOperation %s/%s is not a backup: it has no spec.target.archive", mo.Namespace, mo.Name)
+	}
+	store, finding, err := r.archiveStore(ctx, mo)
+	if err != nil {
+		return nil, err
+	}
+	if finding != nil {
+		return nil, errors.New(finding.Message)
+	}
+	return store, nil
+}
+
 // checkArchiveDirectory says what is wrong with the operator's archive
 // directory, if anything: a backup there is written whole or not at all,
 // but a directory that is missing or read-only would fail it only once

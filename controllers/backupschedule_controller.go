@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/backupstore"
 	"github.com/move-operator/move-operator/internal/creator"
 	"github.com/move-operator/move-operator/internal/identity"
 )
@@ -38,6 +40,11 @@ type BackupScheduleReconciler struct {
 	// server who the operator is: a backup it creates names it as its
 	// creator, as the admission policy wants of any creator.
 	Self client.Client
+	// ArchiveStore is the store a backup wrote its archive to
+	// (MoveOperationReconciler.ArchiveStoreOf): pruning a backup that
+	// succeeded removes its archive there first, unless the schedule's
+	// spec.archiveReclaimPolicy is Retain.
+	ArchiveStore func(context.Context, *movev1alpha1.MoveOperation) (backupstore.Store, error)
 
 	// clock tells the time: time.Now, unless a test sets another.
 	clock func() time.Time
@@ -159,7 +166,11 @@ func (r *BackupScheduleReconciler) reportFailures(bs *movev1alpha1.BackupSchedul
 		"backup %s failed (%s): %s", last.Name, last.Status.FailureReason, last.Status.FailureMessage)
 }
 
-// prune deletes the oldest backups past the history limits.
+// prune deletes the oldest backups past the history limits, each
+// succeeded one's archive first (archiveReclaimPolicy Delete). A backup
+// whose archive cannot be removed is kept, so that its status still says
+// where the archive is, and reported; the next reconcile tries again, and
+// backups go on being taken meanwhile.
 func (r *BackupScheduleReconciler) prune(ctx context.Context, bs *movev1alpha1.BackupSchedule, h history) error {
 	keep := func(list []movev1alpha1.MoveOperation, limit int32) []movev1alpha1.MoveOperation {
 		if extra := len(list) - int(limit); extra > 0 {
@@ -170,11 +181,42 @@ func (r *BackupScheduleReconciler) prune(ctx context.Context, bs *movev1alpha1.B
 	for _, mo := range slices.Concat(
 		keep(h.succeeded, ptr.Deref(bs.Spec.SuccessfulBackupsHistoryLimit, 3)),
 		keep(h.failed, ptr.Deref(bs.Spec.FailedBackupsHistoryLimit, 1))) {
+		if err := r.reclaimArchive(ctx, bs, &mo); err != nil {
+			log.FromContext(ctx).Error(err, "kept a backup past the history limit: its archive could not be removed", "backup", mo.Name)
+			r.Recorder.Eventf(bs, &mo, "Warning", movev1alpha1.ReasonArchiveNotReclaimed, "Prune",
+				"backup %s is past the history limit, and kept: its archive %s could not be removed: %v", mo.Name, mo.Status.Archive.Location, err)
+			continue
+		}
 		if err := r.Client.Delete(ctx, &mo, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting backup %s/%s past the history limit: %w", mo.Namespace, mo.Name, err)
 		}
 		log.FromContext(ctx).Info("deleted a backup past the history limit", "backup", mo.Name)
 	}
+	return nil
+}
+
+// reclaimArchive removes the archive of a backup the schedule prunes, as
+// its archiveReclaimPolicy says: nothing for a backup that recorded none
+// (a failed one discarded its own).
+func (r *BackupScheduleReconciler) reclaimArchive(ctx context.Context, bs *movev1alpha1.BackupSchedule, mo *movev1alpha1.MoveOperation) error {
+	if mo.Status.Archive == nil || bs.Spec.ArchiveReclaimPolicy == movev1alpha1.ArchiveReclaimRetain {
+		return nil
+	}
+	if r.ArchiveStore == nil {
+		return errors.New("the operator was started without a way to reach archive stores")
+	}
+	store, err := r.ArchiveStore(ctx, mo)
+	if err != nil {
+		return err
+	}
+	remover, ok := store.(backupstore.Remover)
+	if !ok {
+		return fmt.Errorf("its store cannot remove archives; set spec.archiveReclaimPolicy to Retain")
+	}
+	if err := remover.Remove(ctx, mo.Status.Archive.Location); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("removed the archive of a backup past the history limit", "backup", mo.Name, "archive", mo.Status.Archive.Location)
 	return nil
 }
 

@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
+	"github.com/move-operator/move-operator/internal/backupstore"
 )
 
 // scheduleAt is a schedule reconciler whose clock reads *now, over a fake
@@ -21,7 +25,12 @@ func scheduleAt(t *testing.T, now *time.Time, bs *movev1alpha1.BackupSchedule) (
 	t.Helper()
 	f := newFakeCluster(t, movev1alpha1.ClusterSource, "source", &journal{}, bs)
 	rec := events.NewFakeRecorder(100)
-	return &BackupScheduleReconciler{Client: f, Recorder: rec, Self: f, clock: func() time.Time { return *now }}, f, rec
+	// The archives end (below) records are in a directory that holds none:
+	// removing one that is not there is no error.
+	store := func(context.Context, *movev1alpha1.MoveOperation) (backupstore.Store, error) {
+		return backupstore.Directory{Path: "/archives"}, nil
+	}
+	return &BackupScheduleReconciler{Client: f, Recorder: rec, Self: f, ArchiveStore: store, clock: func() time.Time { return *now }}, f, rec
 }
 
 func nightly(created time.Time) *movev1alpha1.BackupSchedule {
@@ -281,4 +290,133 @@ func TestABackupTheOperatorCreatedIsHeldToItsSchedulesCreator(t *testing.T) {
 	if obj, refused, _ = f.r.creatorObject(ctx, newScope(f.mo)); refused != nil || obj != f.mo {
 		t.Error("a MoveOperation its creator made is held to its own creator")
 	}
+}
+
+// Pruning a backup that succeeded removes its archive from its store
+// first (archiveReclaimPolicy Delete, the default), so that the store
+// holds the archives of the backups kept; Retain leaves it. A backup whose
+// archive cannot be removed is kept, with a Warning event, and backups go
+// on being taken.
+func TestASchedulePrunesTheArchivesOfTheBackupsItPrunes(t *testing.T) {
+	ctx := context.Background()
+	created := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := created
+	bs := nightly(created)
+	bs.Spec.SuccessfulBackupsHistoryLimit = ptr.To[int32](1)
+	r, c, rec := scheduleAt(t, &now, bs)
+	dir := t.TempDir()
+	r.ArchiveStore = func(context.Context, *movev1alpha1.MoveOperation) (backupstore.Store, error) {
+		return backupstore.Directory{Path: dir}, nil
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ops", Name: "nightly"}}
+	// day takes the backup of a day and ends it Done, its archive at
+	// location (a file of dir when it is not an absolute path).
+	day := func(d int, location string) string {
+		t.Helper()
+		now = time.Date(2026, 12, d, 2, 0, 5, 0, time.UTC)
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		for _, mo := range backupsOf(t, c) {
+			if mo.Status.Phase != "" {
+				continue
+			}
+			if !filepath.IsAbs(location) {
+				location = filepath.Join(dir, location)
+				if err := os.WriteFile(location, []byte("archive"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			end(t, c, mo, movev1alpha1.PhaseDone, now.Add(time.Minute))
+			mo := mo
+			if err := c.Get(ctx, client.ObjectKeyFromObject(&mo), &mo); err != nil {
+				t.Fatal(err)
+			}
+			mo.Status.Archive.Location = location
+			if err := c.Update(ctx, &mo); err != nil {
+				t.Fatal(err)
+			}
+			return mo.Name
+		}
+		t.Fatalf("no backup taken on day %d", d)
+		return ""
+	}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := func() []string {
+		var names []string
+		for _, mo := range backupsOf(t, c) {
+			names = append(names, mo.Name)
+		}
+		return names
+	}
+	exists := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
+
+	day(2, "first")
+	second := day(3, "second")
+	reconcile()
+	if names := kept(); len(names) != 1 || names[0] != second {
+		t.Fatalf("kept %v, want the last backup alone", names)
+	}
+	if exists("first") || !exists("second") {
+		t.Errorf("the pruned backup's archive is still in the store, or the kept one's is not: first %t, second %t", exists("first"), exists("second"))
+	}
+
+	// Retain: the MoveOperation goes, its archive stays.
+	bs = &movev1alpha1.BackupSchedule{}
+	if err := c.Get(ctx, req.NamespacedName, bs); err != nil {
+		t.Fatal(err)
+	}
+	bs.Spec.ArchiveReclaimPolicy = movev1alpha1.ArchiveReclaimRetain
+	if err := c.Update(ctx, bs); err != nil {
+		t.Fatal(err)
+	}
+	third := day(4, "third")
+	reconcile()
+	if names := kept(); len(names) != 1 || names[0] != third {
+		t.Fatalf("kept %v, want the last backup alone", names)
+	}
+	if !exists("second") {
+		t.Error("with Retain, the pruned backup's archive was removed")
+	}
+
+	// Delete again, and an archive the store cannot remove (it is not
+	// one of its own): the backup is kept, said so, and the next is taken.
+	latest := &movev1alpha1.BackupSchedule{}
+	if err := c.Get(ctx, req.NamespacedName, latest); err != nil {
+		t.Fatal(err)
+	}
+	latest.Spec.ArchiveReclaimPolicy = movev1alpha1.ArchiveReclaimDelete
+	if err := c.Update(ctx, latest); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(elsewhere, []byte("archive"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mo := &movev1alpha1.MoveOperation{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "ops", Name: third}, mo); err != nil {
+		t.Fatal(err)
+	}
+	mo.Status.Archive.Location = elsewhere
+	if err := c.Update(ctx, mo); err != nil {
+		t.Fatal(err)
+	}
+	fifth := day(5, "fifth")
+	reconcile()
+	names := kept()
+	if len(names) != 2 || !slices.Contains(names, third) || !slices.Contains(names, fifth) {
+		t.Errorf("kept %v, want the backup whose archive could not be removed and the last one", names)
+	}
+	if _, err := os.Stat(elsewhere); err != nil {
+		t.Errorf("a file outside the archive directory was removed: %v", err)
+	}
+	expectEvent(t, rec, movev1alpha1.ReasonArchiveNotReclaimed)
 }

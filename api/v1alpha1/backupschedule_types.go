@@ -32,13 +32,24 @@ type BackupScheduleSpec struct {
 	Template MoveOperationSpec `json:"template"`
 
 	// successfulBackupsHistoryLimit is how many of the last backups that
-	// succeeded are kept (their MoveOperations: the archives stay in their
-	// store, pruned by its own retention). Default 3.
+	// succeeded are kept: their MoveOperations, and, unless
+	// archiveReclaimPolicy is Retain, their archives. Default 3.
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	SuccessfulBackupsHistoryLimit *int32 `json:"successfulBackupsHistoryLimit,omitempty"`
+
+	// archiveReclaimPolicy is what becomes of the archive of a backup that
+	// succeeded when the schedule deletes it past its history limit:
+	// Delete (the default) removes it from its store first, so that the
+	// store holds the archives of the backups kept and no more (a registry
+	// must allow deletes); Retain leaves it there, for the store's own
+	// retention. Only the schedule's pruning removes archives: deleting a
+	// backup's MoveOperation yourself never does.
+	// +optional
+	// +kubebuilder:default=Delete
+	ArchiveReclaimPolicy ArchiveReclaimPolicy `json:"archiveReclaimPolicy,omitempty"`
 
 	// failedBackupsHistoryLimit is how many of the last backups that
 	// failed are kept. Default 1.
@@ -166,3 +177,14 @@ type BackupScheduleList struct {
 	// items are the BackupSchedules.
 	Items []BackupSchedule `json:"items"`
 }
+
+// ArchiveReclaimPolicy is what becomes of a pruned backup's archive.
+// +kubebuilder:validation:Enum=Delete;Retain
+type ArchiveReclaimPolicy string
+
+const (
+	// ArchiveReclaimDelete removes a pruned backup's archive from its store.
+	ArchiveReclaimDelete ArchiveReclaimPolicy = "Delete"
+	// ArchiveReclaimRetain leaves a pruned backup's archive in its store.
+	ArchiveReclaimRetain ArchiveReclaimPolicy = "Retain"
+)

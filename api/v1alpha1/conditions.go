@@ -219,6 +219,10 @@ const (
 	// time: the operator was down past spec.startingDeadlineSeconds, or
 	// the previous backup still ran.
 	ReasonBackupMissed = "BackupMissed"
+	// ReasonArchiveNotReclaimed: a BackupSchedule kept a backup past its
+	// history limit because its archive could not be removed from its
+	// store (a Warning event naming the archive and why).
+	ReasonArchiveNotReclaimed = "ArchiveNotReclaimed"
 	// ReasonInvalidSchedule: a BackupSchedule's spec.schedule is not a
 	// cron schedule.
 	ReasonInvalidSchedule = "InvalidSchedule"
