@@ -208,7 +208,7 @@ func TestConvertToV1beta2(t *testing.T) {
 		{"MachinePool", "prod-mp-0", []landing{
 			{"spec.template.spec.infrastructureRef", "{apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachinePool, name: prod-mp-0}"},
 			{"spec.template.spec.minReadySeconds", "30"},
-			{"spec.template.spec.deletion", "{nodeDrainTimeoutSeconds: 120}"},
+			{"spec.template.spec.deletion", "{nodeDrainTimeoutSeconds: 120, nodeDeletionTimeoutSeconds: 10}"},
 			{"status.initialization", "{bootstrapDataSecretCreated: true, infrastructureProvisioned: true}"},
 			{"status.nodeRefs[0]", "{apiVersion: v1, kind: Node, name: prod-mp-0-0, uid: 0c6b5bd8-0000-4000-8000-000000000010}"},
 			{"status.deprecated.v1beta1.readyReplicas", "3"},

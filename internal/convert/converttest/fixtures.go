@@ -1096,6 +1096,7 @@ spec:
       clusterName: prod
       version: v1.33.1
       nodeDrainTimeout: 2m0s
+      nodeDeletionTimeout: 10s
       bootstrap:
         configRef:
           apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
