@@ -114,6 +114,8 @@ type backupRun struct {
 	archives string
 	ctl      clusterctl.Client
 	results  []*archiveResult
+	// floorResults are the restore's floors (backupfloor.go).
+	floorResults []*restoreFloor
 	// measured are the sizes measured whole; failure ends the run.
 	measured []int
 	failure  error
@@ -179,7 +181,7 @@ func (r *backupRun) writePage(rep *backupReport) error {
 }
 
 func (r *backupRun) report(elapsed time.Duration, finished bool) *backupReport {
-	return &backupReport{opts: r.b.opts, machine: r.b.machine, results: r.results, measured: r.measured,
+	return &backupReport{opts: r.b.opts, machine: r.b.machine, results: r.results, floors: r.floorResults, measured: r.measured,
 		finished: finished, failure: r.failure, elapsed: elapsed}
 }
 
@@ -207,6 +209,11 @@ func (r *backupRun) runSize(ctx context.Context, n int) error {
 			for i, f := range fleets {
 				if err := r.restore(ctx, c, f, sources[i], locations[i], n, rep, i+1); err != nil {
 					return fmt.Errorf("repetition %d, %s's restore: %w", rep, f.tool, err)
+				}
+			}
+			for i, f := range fleets {
+				if f.tool == toolOperator {
+					r.measureFloors(ctx, c, locations[i], n, rep)
 				}
 			}
 		}

@@ -33,6 +33,8 @@ type backupReport struct {
 	opts    options
 	machine machineInfo
 	results []*archiveResult
+	// floors are the restore's floors (backupfloor.go).
+	floors []*restoreFloor
 	// measured are the sizes measured whole.
 	measured []int
 	// finished says the run ended (failure says how); a page written
@@ -260,7 +262,7 @@ func phaseWords(spans []phaseSpan) string {
 }
 
 func (r *backupReport) tables() []table {
-	return []table{r.summary(), r.targets(), r.memory(), r.every()}
+	return []table{r.summary(), r.targets(), r.floorTable(), r.memory(), r.every()}
 }
 
 // line is the one-line progress report of a result.
