@@ -23,4 +23,10 @@
 // reference names for a referenced kind (ReferenceVersions). What the older
 // version cannot hold goes, as Cluster API does it, into the annotation
 // cluster.x-k8s.io/conversion-data; Lost says which fields live only there.
+// Cluster API's conversion packages ask a process-wide function for those
+// versions: the first conversion back points it at the ReferenceVersions of
+// each call, so a process that also serves Cluster API's conversion webhooks
+// in-process (a test harness) must not convert back here.
+//
+// Convert and Lost are safe for concurrent use; they only read.
 package convert
