@@ -89,14 +89,17 @@ verify-generated: ## Fail when generated code, manifests, the API reference or d
 	hack/verify-generated.sh
 
 .PHONY: kube-binaries
-kube-binaries: ## Build (once, then cached) etcd, kube-apiserver, controller-manager, scheduler and kwok.
+kube-binaries: ## Build (once, then cached) etcd, kube-apiserver, controller-manager, scheduler and kwok; and Kubernetes 1.33's, for test/olderkubernetes.
 	hack/kube-binaries.sh
+	KUBE_VERSION=1.33 hack/kube-binaries.sh
 
 # The tests run the manager binary taken out of the image make image writes
-# (test/installed): what is shipped is what is tested.
+# (test/installed): what is shipped is what is tested. test/olderkubernetes
+# runs Kubernetes 1.33's control plane (localcluster.BinaryDirOf).
 .PHONY: test
 test: test-ksm verify-generated vet image | $(LOCALBIN) ## Run every test in the module against real local clusters, the operator as installed, and test-ksm; prints each package's time at the end.
 	MOVE_OPERATOR_IMAGE_DIR="$(IMAGE_DIR)" KUBEBUILDER_ASSETS="$$(hack/kube-binaries.sh | tail -1)" \
+		KUBEBUILDER_ASSETS_1_33="$$(KUBE_VERSION=1.33 hack/kube-binaries.sh | tail -1)" \
 		hack/test-times.sh $(TEST_LOG) $(GO) test -p $(TEST_PARALLEL) -tags $(TEST_TAGS) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_ARGS)
 
 .PHONY: test-fast

@@ -11,12 +11,22 @@
 # Prints the directory that holds the binaries on its last line (stdout), so
 #   KUBEBIN=$(hack/kube-binaries.sh | tail -1)
 # Progress goes to stderr.
+#
+# KUBE_VERSION=1.33 builds the Kubernetes components of the oldest release
+# the tests run (test/olderkubernetes) into a directory of their own, with
+# the same etcd and kwok (linked from the default directory when built there).
 set -euo pipefail
 
 # Versions are pinned together: Kubernetes v1.36.3 matches the k8s.io v0.36.3
 # libraries the project builds against; etcd v3.6.14 is what cluster-api
-# v1.14.2 pins its client to.
-KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"
+# v1.14.2 pins its client to. Kubernetes 1.33 is a release before
+# MutatingAdmissionPolicy (v1 from 1.36), where the creator annotates their
+# MoveOperations themselves; its patch is one whose k8s.io staging modules
+# the module proxy serves whole (some of v0.33.7's are missing there).
+case "${KUBE_VERSION:-}" in
+  ""|1.36) KUBE_VERSION=v1.36.3 ;;
+  1.33) KUBE_VERSION=v1.33.13 ;;
+esac
 ETCD_VERSION="${ETCD_VERSION:-v3.6.14}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 
@@ -39,6 +49,9 @@ build_in_module() {
     log "${name}: cached at ${out}"
     return 0
   fi
+  if reuse "${name}"; then
+    return 0
+  fi
   local dir
   dir="$(mktemp -d "${TMPDIR:-/tmp}/move-operator-build-${name}.XXXXXX")"
   # shellcheck disable=SC2064
@@ -53,6 +66,21 @@ build_in_module() {
   )
   mv "${out}.tmp" "${out}"
   log "${name}: built in $((SECONDS - start))s"
+}
+
+# reuse links a file that does not depend on the Kubernetes version (etcd,
+# kwok, kwok's stages) from the directory of another Kubernetes version with
+# the same etcd and kwok, instead of building it again.
+reuse() {
+  local name="$1" other
+  for other in "${CACHE_ROOT}"/bin/kube-*-etcd-"${ETCD_VERSION}"-kwok-"${KWOK_VERSION}"/"${name}"; do
+    [[ "${name}" == kube-* || ! -s "${other}" || "${other}" == "${BIN_DIR}/${name}" ]] && continue
+    ln -f "${other}" "${BIN_DIR}/${name}" 2>/dev/null ||
+      { cp "${other}" "${BIN_DIR}/${name}.tmp" && mv "${BIN_DIR}/${name}.tmp" "${BIN_DIR}/${name}"; }
+    log "${name}: taken from ${other}"
+    return 0
+  done
+  return 1
 }
 
 prepare_kubernetes() {
@@ -116,6 +144,7 @@ build_component() {
 write_kwok_stages() {
   local out="${BIN_DIR}/kwok-stages.yaml"
   [[ -s "${out}" ]] && return 0
+  reuse kwok-stages.yaml && return 0
   local dir
   dir="$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@${KWOK_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
   : > "${out}.tmp"

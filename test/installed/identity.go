@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -42,19 +44,29 @@ type Identity struct {
 }
 
 // Grant applies the installer's Namespace, ServiceAccount and RBAC objects
-// to the cluster admin reaches (admin credentials set up, nothing more),
-// waits until its aggregated ClusterRoles hold their rules, and returns the
-// ServiceAccount's identity with a token from the TokenRequest API. The
-// kubeconfig and token files are written into dir.
+// and admission policies to the cluster admin reaches (admin credentials set
+// up, nothing more), waits until its aggregated ClusterRoles hold their rules
+// and its admission policies apply, and returns the ServiceAccount's identity
+// with a token from the TokenRequest API. The kubeconfig and token files are
+// written into dir. A document of a kind the API server does not serve is
+// left out, as `kubectl apply -f dist/install.yaml` refuses it and applies
+// the rest: the MutatingAdmissionPolicy and its binding before Kubernetes
+// 1.36.
 func (in *Install) Grant(ctx context.Context, admin *rest.Config, dir string) (*Identity, error) {
 	c, err := client.New(admin, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("creating an admin client: %w", err)
 	}
+	mutating := false
 	for _, obj := range in.IdentityObjects() {
-		if err := createOrUpdate(ctx, c, obj); err != nil {
+		err := createOrUpdate(ctx, c, obj)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
+		mutating = mutating || obj.GetKind() == "MutatingAdmissionPolicyBinding"
 	}
 	// The manager may do nothing until the aggregation controller has
 	// filled its bound role.
@@ -62,7 +74,7 @@ func (in *Install) Grant(ctx context.Context, admin *rest.Config, dir string) (*
 		return nil, fmt.Errorf("%s: %w", InstallPath, err)
 	}
 	ns, sa := in.ServiceAccount()
-	if err := waitForAdmission(ctx, c, ns); err != nil {
+	if err := waitForAdmission(ctx, c, ns, mutating); err != nil {
 		return nil, err
 	}
 	return TokenFor(ctx, admin, ns, sa, dir)
@@ -71,9 +83,11 @@ func (in *Install) Grant(ctx context.Context, admin *rest.Config, dir string) (*
 // waitForAdmission waits, when the MoveOperation kind is served, until the
 // API server applies the installer's admission policies to MoveOperations:
 // it loads a new policy a moment after it is written, and a MoveOperation
-// created before that would not say who created it. A dry-run create must
-// come back with the creator annotated.
-func waitForAdmission(ctx context.Context, c client.Client, namespace string) error {
+// created before that would not say who created it. With the mutating
+// policy a dry-run create must come back with the creator annotated;
+// without it (before Kubernetes 1.36), the validating policy must refuse
+// one that does not name its creator.
+func waitForAdmission(ctx context.Context, c client.Client, namespace string, mutating bool) error {
 	mo := &unstructured.Unstructured{}
 	mo.SetGroupVersionKind(movev1alpha1.GroupVersion.WithKind("MoveOperation"))
 	if _, err := c.RESTMapper().RESTMapping(mo.GroupVersionKind().GroupKind()); err != nil {
@@ -87,7 +101,10 @@ func waitForAdmission(ctx context.Context, c client.Client, namespace string) er
 		probe.SetGenerateName("admission-probe-")
 		_ = unstructured.SetNestedField(probe.Object, "probe", "spec", "target", "kubeconfigSecretRef", "name")
 		err := c.Create(ctx, probe, client.DryRunAll)
-		if err == nil && probe.GetAnnotations()[movev1alpha1.CreatedByAnnotation] != "" {
+		if mutating && err == nil && probe.GetAnnotations()[movev1alpha1.CreatedByAnnotation] != "" {
+			return nil
+		}
+		if !mutating && apierrors.IsForbidden(err) && strings.Contains(err.Error(), movev1alpha1.CreatedByAnnotation) {
 			return nil
 		}
 		select {

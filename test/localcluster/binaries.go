@@ -31,6 +31,8 @@ var requiredBinaryFiles = []string{etcdBinary, apiServerBinary, controllerManage
 var binaryDir struct {
 	sync.Mutex
 	dir string
+	// of remembers BinaryDirOf's directories, by release.
+	of map[string]string
 }
 
 // BinaryDir returns the directory holding etcd, kube-apiserver,
@@ -61,6 +63,35 @@ func BinaryDir(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
+// BinaryDirOf is BinaryDir for another Kubernetes release than the one the
+// project builds against, one hack/kube-binaries.sh pins (such as "1.33"):
+// its kube-apiserver, kube-controller-manager and kube-scheduler, with the
+// same etcd and kwok. It is $KUBEBUILDER_ASSETS_<release> when set (dots
+// made underscores: KUBEBUILDER_ASSETS_1_33, which make test sets), otherwise
+// the directory the script prints when run with KUBE_VERSION=<release>.
+func BinaryDirOf(ctx context.Context, release string) (string, error) {
+	binaryDir.Lock()
+	defer binaryDir.Unlock()
+	if dir, ok := binaryDir.of[release]; ok {
+		return dir, nil
+	}
+	dir := os.Getenv("KUBEBUILDER_ASSETS_" + strings.ReplaceAll(release, ".", "_"))
+	if dir == "" {
+		var err error
+		if dir, err = buildBinaries(ctx, "KUBE_VERSION="+release); err != nil {
+			return "", err
+		}
+	}
+	if err := checkBinaryDir(dir); err != nil {
+		return "", err
+	}
+	if binaryDir.of == nil {
+		binaryDir.of = map[string]string{}
+	}
+	binaryDir.of[release] = dir
+	return dir, nil
+}
+
 func checkBinaryDir(dir string) error {
 	var missing []string
 	for _, name := range requiredBinaryFiles {
@@ -75,7 +106,9 @@ func checkBinaryDir(dir string) error {
 	return nil
 }
 
-func buildBinaries(ctx context.Context) (string, error) {
+// buildBinaries runs hack/kube-binaries.sh, with env added to the test's,
+// and returns the directory it prints.
+func buildBinaries(ctx context.Context, env ...string) (string, error) {
 	root, err := repositoryRoot()
 	if err != nil {
 		return "", fmt.Errorf("KUBEBUILDER_ASSETS is unset and the kube binaries cannot be built: %w", err)
@@ -83,11 +116,14 @@ func buildBinaries(ctx context.Context) (string, error) {
 	var stdout bytes.Buffer
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "kube-binaries.sh"))
 	cmd.Dir = root
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = &stdout
 	// Progress of a first build takes minutes; let the user see it.
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("running hack/kube-binaries.sh in %s: %w", root, err)
+		return "", fmt.Errorf("running %shack/kube-binaries.sh in %s: %w", strings.Join(append(env, ""), " "), root, err)
 	}
 	var last string
 	sc := bufio.NewScanner(&stdout)

@@ -25,7 +25,9 @@
 // removes their data (and, after a day, their logs).
 //
 // Binaries are found in $KUBEBUILDER_ASSETS or, when that is unset, by running
-// hack/kube-binaries.sh from the repository root (see BinaryDir).
+// hack/kube-binaries.sh from the repository root (see BinaryDir); those of an
+// older Kubernetes release the script pins, in $KUBEBUILDER_ASSETS_1_33 or by
+// running it with KUBE_VERSION=1.33 (see BinaryDirOf and Options.BinaryDir).
 //
 // StartAPIServer starts a bare control plane instead (etcd and
 // kube-apiserver only, with a certificate authority given by the caller that

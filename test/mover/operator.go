@@ -157,6 +157,12 @@ func (o *Operator) ServiceAccount() (namespace, name string) {
 // Secrets they name go.
 func (o *Operator) Namespace() string { return moveNamespace }
 
+// Target is the spec.target of a move to the target cluster: the Secret,
+// in Namespace, that holds the operator's credential there.
+func (o *Operator) Target() movev1alpha1.TargetSpec {
+	return movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: targetSecret}}
+}
+
 // LogPath is the operator's log.
 func (o *Operator) LogPath() string { return o.run.LogPath }
 
@@ -176,10 +182,7 @@ func (o *Operator) Move(ctx context.Context, tl *Timeline, name string, namespac
 func (o *Operator) MoveCrashingIn(ctx context.Context, tl *Timeline, name string, namespaces []string, crashIn []movev1alpha1.MovePhase, options ...SpecOption) (*Timeline, *movev1alpha1.MoveOperation, error) {
 	mo := &movev1alpha1.MoveOperation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: moveNamespace, Name: name},
-		Spec: movev1alpha1.MoveOperationSpec{
-			Target:     movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: targetSecret}},
-			Namespaces: namespaces,
-		},
+		Spec:       movev1alpha1.MoveOperationSpec{Target: o.Target(), Namespaces: namespaces},
 	}
 	for _, option := range options {
 		option(&mo.Spec)
@@ -188,13 +191,39 @@ func (o *Operator) MoveCrashingIn(ctx context.Context, tl *Timeline, name string
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { w.Stop() }()
 	if tl == nil {
 		tl = OperatorTimeline()
 	}
 	if err := o.client.Create(ctx, mo); err != nil {
+		w.Stop()
 		return nil, nil, fmt.Errorf("creating MoveOperation %s/%s: %w", mo.Namespace, mo.Name, err)
 	}
+	return o.follow(ctx, tl, w, mo, crashIn)
+}
+
+// Follow follows a MoveOperation that someone else created in Namespace
+// (a user, with a client of their own) until it is Done or Failed, as
+// Move follows the ones it creates, marking its phases on tl (a new
+// OperatorTimeline if nil).
+func (o *Operator) Follow(ctx context.Context, tl *Timeline, mo *movev1alpha1.MoveOperation) (*Timeline, *movev1alpha1.MoveOperation, error) {
+	// A watch opened now begins with the MoveOperation as it is.
+	w, err := o.watch(ctx, mo.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tl == nil {
+		tl = OperatorTimeline()
+	}
+	return o.follow(ctx, tl, w, mo, nil)
+}
+
+// follow reads the MoveOperation's events from w (reopened when the API
+// server closes it, stopped when it returns) until it ends, crashing the
+// operator in crashIn.
+func (o *Operator) follow(ctx context.Context, tl *Timeline, w watch.Interface, mo *movev1alpha1.MoveOperation, crashIn []movev1alpha1.MovePhase) (*Timeline, *movev1alpha1.MoveOperation, error) {
+	defer func() { w.Stop() }()
+	name := mo.Name
+	var err error
 	for {
 		select {
 		case <-ctx.Done():

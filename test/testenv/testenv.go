@@ -66,6 +66,12 @@ type Options struct {
 	// Logger is given to controller-runtime's log.SetLogger by Main; the
 	// webhooks served in-process log through it. Default: discarded.
 	Logger *logr.Logger
+	// Kubernetes is the release the clusters' kube-apiserver,
+	// kube-controller-manager and kube-scheduler are of, one that
+	// hack/kube-binaries.sh pins besides the default (such as "1.33", see
+	// localcluster.BinaryDirOf). Default: the release of the Kubernetes
+	// libraries the project builds against (localcluster.BinaryDir).
+	Kubernetes string
 }
 
 // Env is a pair of running local management clusters.
@@ -210,6 +216,9 @@ func (o Options) describe() string {
 	if o.SelfHosted {
 		what += ", the target a workload cluster too"
 	}
+	if o.Kubernetes != "" {
+		what += ", on Kubernetes " + o.Kubernetes
+	}
 	return what
 }
 
@@ -219,6 +228,12 @@ func startManagement(ctx context.Context, name string, opts Options, env *Env, c
 	clusterOpts := localcluster.Options{Logf: opts.Logf, PodStartLatency: opts.PodStartLatency}
 	if certs != nil {
 		clusterOpts.CACert, clusterOpts.CAKey = certs.CA.Cert, certs.CA.Key
+	}
+	if opts.Kubernetes != "" {
+		var err error
+		if clusterOpts.BinaryDir, err = localcluster.BinaryDirOf(ctx, opts.Kubernetes); err != nil {
+			return nil, err
+		}
 	}
 	c, err := localcluster.Start(ctx, name, clusterOpts)
 	if err != nil {
