@@ -56,6 +56,9 @@ func init() {
 		{name: "record the plan", preamble: bothBypasses, finished: func(mem *memo) bool { return mem.copyPlan != nil }, do: (*MoveOperationReconciler).startRestoring},
 		{name: "count the progress", do: (*MoveOperationReconciler).countCopyProgress},
 		{name: "copy the next group", preamble: bothBypasses, finished: func(mem *memo) bool { return mem.nextCopy >= len(mem.copyPlan.Groups) }, do: (*MoveOperationReconciler).copyNextGroup},
+		// Every object is copied: what comes after reads the plan's record
+		// and the status, never the archive.
+		{name: "let go of the archive", do: (*MoveOperationReconciler).releaseArchive},
 		{name: "check still stopped", preamble: targetOnly, do: (*MoveOperationReconciler).checkStillStopped},
 	}
 	restoringTargetPhase.restoreSteps = []subStep{
@@ -127,9 +130,8 @@ func (u *unreachableArchive) Error() string { return u.err.Error() }
 // artifact, or, in the archive directory, a directory of one object per
 // file (clusterctl move --to-directory's, or an archive unpacked). An
 // artifact is copied to a file of spoolDir first, encrypted as it was
-// stored. The archive reads its objects from that file while it is used:
-// the file stays open until the archive is let go (its finalizer closes
-// it).
+// stored. The archive reads its objects from that file, which stays open
+// until the copy is over (releaseArchive).
 func readArchive(ctx context.Context, store backupstore.Store, location, spoolDir string, ids []age.Identity) (*archive.Archive, error) {
 	if d, ok := store.(backupstore.Directory); ok {
 		path := filepath.Join(d.Path, location)
@@ -145,16 +147,28 @@ func readArchive(ctx context.Context, store backupstore.Store, location, spoolDi
 			return archive.ReadDirectory(path)
 		}
 	}
-	f, size, err := backupstore.OpenFile(ctx, store, location, spoolDir)
+	f, _, err := backupstore.OpenFile(ctx, store, location, spoolDir)
 	if err != nil {
 		return nil, &unreachableArchive{err}
 	}
-	a, err := archive.Open(f, size, ids...)
-	if err != nil {
-		f.Close() //nolint:errcheck // read only
-		return nil, err
+	return archive.OpenFile(f, ids...)
+}
+
+// releaseArchive closes the archive a restore read its objects from (and
+// so frees what a registry's archive took in the spool directory): the
+// copy is over, and a run that needs it again, after a restart, opens it
+// again.
+func (r *MoveOperationReconciler) releaseArchive(_ context.Context, s *scope) (outcome, error) {
+	mem := r.memoOf(s.mo.UID)
+	if mem.restoring == nil {
+		return done(), nil
 	}
-	return a, nil
+	err := mem.restoring.Archive.Close()
+	mem.restoring = nil
+	if err != nil {
+		return outcome{}, fmt.Errorf("closing the archive: %w", err)
+	}
+	return done(), nil
 }
 
 // archiveSourceStore is the store a restore reads its archive from.
@@ -223,14 +237,17 @@ func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope)
 	if err != nil {
 		return outcome{}, fmt.Errorf("discovering the kinds this cluster serves: %w", err)
 	}
+	versions := preflight.StatusOf(rs.Versions(kinds))
 	plan, err := rs.Plan(ctx, kinds)
 	switch {
 	case errors.Is(err, backup.ErrNotServed), errors.Is(err, backup.ErrNotRestorable):
+		mo.Status.Plan = &movev1alpha1.MovePlan{Versions: versions}
 		return failWith(movev1alpha1.ReasonArchiveNotRestorable, err.Error()+"; nothing was written"), nil
 	case err != nil:
 		return outcome{}, err
 	}
 	mo.Status.Plan = plan.Summary()
+	mo.Status.Plan.Versions = versions
 	err = rs.Check(ctx, plan)
 	switch {
 	case errors.Is(err, backup.ErrInTheWay):

@@ -69,6 +69,13 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			mo.Status.Plan = e.Plan.Summary()
 			mo.Status.Plan.GitOps = e.GitOps
 		}
+		if e.KindVersions != nil {
+			// And the versions, which say which kind the target refuses.
+			if mo.Status.Plan == nil {
+				mo.Status.Plan = &movev1alpha1.MovePlan{}
+			}
+			mo.Status.Plan.Versions = preflight.StatusOf(e.KindVersions)
+		}
 		return o, nil
 	}
 
@@ -84,6 +91,8 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 	}
 	mo.Status.Plan = e.Plan.Summary()
 	mo.Status.Plan.GitOps = e.GitOps
+	// The decision Copying writes every object by (see recordPlan).
+	mo.Status.Plan.Versions = preflight.StatusOf(e.KindVersions)
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(e.Plan.Len())}
 	r.memoOf(mo.UID).reset()
 	return done(), nil

@@ -40,7 +40,7 @@ func (r *MoveOperationReconciler) validateInTarget(ctx context.Context, s *scope
 		objects = move.Copied(plan)
 	}
 	began := time.Now()
-	refusals, err := move.ValidateInTarget(ctx, target, objects, r.Move)
+	refusals, err := move.ValidateInTarget(ctx, target, plan, objects, r.Move)
 	log.FromContext(ctx).Info("checked the moved objects with the target's webhooks", "mode", string(mode),
 		"objects", len(objects), "refused", len(refusals), "duration", time.Since(began).Round(time.Millisecond).String())
 	if err != nil {

@@ -70,8 +70,11 @@ const (
 	// ReasonInvalidSelector: spec.clusterSelector or spec.controllers.selector
 	// is not a valid label selector.
 	ReasonInvalidSelector = "InvalidSelector"
-	// ReasonCRDMismatch: a CRD to move is missing in the target, or stored at
-	// another version there, or holds objects in more than one stored version.
+	// ReasonCRDMismatch: a CRD to move is missing in the target, or stored
+	// there at another version the operator does not convert its objects to
+	// (a provider's kind, or a version older than the source's), or holds
+	// objects in more than one stored version (status.plan.versions names
+	// each kind and why).
 	ReasonCRDMismatch = "CRDMismatch"
 	// ReasonProviderMissing: a provider installed in the source is not
 	// installed in the target, or is older there (clusterctl move's rule).

@@ -628,7 +628,86 @@ type MovePlan struct {
 	// them (spec.gitOps). Absent when no moved object is GitOps-managed.
 	// +optional
 	GitOps *GitOpsReport `json:"gitOps,omitempty"`
+	// versions lists, for each kind of Cluster API and its providers that
+	// the move considers (every CRD labelled for clusterctl in the source),
+	// the version the source stores it at, the version the target stores
+	// it at, and how its objects get from the one to the other. The move
+	// reads and writes objects only at these storage versions: the target's
+	// conversion webhooks are served by the controllers the move stops. A
+	// kind the target cannot take says why (refusal), and the move fails in
+	// Validating, before any controller is stopped; failureMessage says what
+	// to install. Decided once, in Validating: Copying writes every object
+	// at the target's version listed here. For a restore, source is the
+	// version the archive holds the kind in.
+	// +optional
+	// +listType=atomic
+	Versions []KindVersion `json:"versions,omitempty"`
 }
+
+// KindVersion is the version each cluster stores one kind at, and how a
+// move gets the kind's objects from the source's version to the target's.
+type KindVersion struct {
+	// kind, qualified by API group (for example "Cluster.cluster.x-k8s.io").
+	// +required
+	Kind string `json:"kind"`
+	// source is the version the source stores the kind at.
+	// +required
+	Source string `json:"source"`
+	// target is the version the target stores the kind at; empty when the
+	// target does not serve the kind.
+	// +optional
+	Target string `json:"target,omitempty"`
+	// conversion is how the kind's objects reach the target's version:
+	// None when both clusters store the kind at one version; ToNewer when
+	// the target stores a newer version of a Cluster API kind (an older
+	// Cluster API moved into a newer one), and the operator converts each
+	// object with Cluster API's own conversion code, statuses included.
+	// Empty when the target cannot take the kind.
+	// +optional
+	Conversion KindConversion `json:"conversion,omitempty"`
+	// refusal says why the target cannot take the kind: NotInTarget (the
+	// target does not serve it), OlderInTarget or NewerInTarget (the
+	// target stores another version and the operator does not convert
+	// between the two: a provider's kinds convert only in their provider),
+	// or StoredAtOtherVersions (a cluster still holds objects of the kind
+	// stored at another version than its storage version). Empty when the
+	// target can take it.
+	// +optional
+	Refusal KindRefusal `json:"refusal,omitempty"`
+}
+
+// KindConversion is how a move gets the objects of one kind from the
+// version the source stores them at to the version the target does.
+// +kubebuilder:validation:Enum=None;ToNewer
+type KindConversion string
+
+const (
+	// ConversionNone: both clusters store the kind at the same version.
+	ConversionNone KindConversion = "None"
+	// ConversionToNewer: the target stores a newer version of a Cluster
+	// API kind, and the operator converts each object with Cluster API's
+	// own conversion code.
+	ConversionToNewer KindConversion = "ToNewer"
+)
+
+// KindRefusal is why a target cannot take the objects of one kind.
+// +kubebuilder:validation:Enum=NotInTarget;OlderInTarget;NewerInTarget;StoredAtOtherVersions
+type KindRefusal string
+
+const (
+	// RefusalNotInTarget: the target does not serve the kind at all.
+	RefusalNotInTarget KindRefusal = "NotInTarget"
+	// RefusalOlderInTarget: the target stores an older version than the
+	// source, and the operator does not convert the kind's objects to it.
+	RefusalOlderInTarget KindRefusal = "OlderInTarget"
+	// RefusalNewerInTarget: the target stores a newer version than the
+	// source, and the operator has no conversion between the two.
+	RefusalNewerInTarget KindRefusal = "NewerInTarget"
+	// RefusalStoredAtOtherVersions: a cluster still has objects of the kind
+	// stored at another version than its storage version; reading them at
+	// the storage version needs that cluster's conversion webhook.
+	RefusalStoredAtOtherVersions KindRefusal = "StoredAtOtherVersions"
+)
 
 // GitOpsReport counts the GitOps managers of the moved objects and names the
 // first of them.

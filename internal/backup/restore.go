@@ -25,9 +25,11 @@ import (
 // message that names the objects and says what to do; none is returned
 // after the restore wrote anything.
 var (
-	// ErrNotServed: the cluster does not serve a kind, at the version the
-	// archive holds it in.
-	ErrNotServed = errors.New("the cluster does not serve every kind the archive holds")
+	// ErrNotServed: the cluster does not take a kind the archive holds:
+	// it does not serve it, or stores it at another version than the
+	// archive holds it in, which the operator does not convert to (a
+	// provider's kind, or an older version).
+	ErrNotServed = errors.New("the cluster does not take every kind the archive holds")
 	// ErrNotRestorable: the plan read from the archive leaves some of its
 	// objects out (their owners are not in the archive, say).
 	ErrNotRestorable = errors.New("the archive holds objects a restore would leave out")
@@ -79,22 +81,95 @@ func (r *Restore) Run(ctx context.Context, kinds *graph.Types) (*graph.Plan, err
 }
 
 // Plan plans the archive's objects as a move plans its source's, with the
-// kinds the target moves (graph.DiscoverTypes of the target), and checks
-// that the plan restores every object the archive holds and that the
-// target serves each at the version the archive holds it in.
+// kinds the target moves (graph.DiscoverTypes of the target) at the
+// versions the archive holds them in, and checks that the plan restores
+// every object the archive holds and that the target takes each kind (see
+// Versions). The plan says at which version the target stores each kind
+// the archive holds at another (graph.Plan.SetTargetVersions): an archive
+// of an older Cluster API restored into a newer one is converted as a move
+// converts, by the same Copier.
 func (r *Restore) Plan(ctx context.Context, kinds *graph.Types) (*graph.Plan, error) {
 	if err := r.checkServed(kinds); err != nil {
 		return nil, err
 	}
+	archived, versions := r.archivedTypes(kinds)
 	src := planner.Source{Reader: r.source()}
-	p, err := src.Plan(ctx, r.selection(), kinds)
+	p, err := src.Plan(ctx, r.selection(), archived)
 	if err != nil {
 		return nil, fmt.Errorf("planning the restore: %w", err)
 	}
+	p.SetTargetVersions(versions)
 	if err := r.checkComplete(p); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// Versions lists, per kind the archive holds (Secrets and ConfigMaps
+// aside), the version it holds it in, the version the target stores it
+// at, and how the restore gets the kind's objects across (as a move's
+// preflight.KindVersions does, the archive standing for the source), for
+// status.plan.versions. A kind the archive holds in several versions is
+// listed once per version.
+func (r *Restore) Versions(kinds *graph.Types) []preflight.KindVersion {
+	var out []preflight.KindVersion
+	for _, gvk := range r.archivedGVKs() {
+		out = append(out, preflight.KindVersions(archiveType(gvk, kinds), kinds)...)
+	}
+	return out
+}
+
+// archivedGVKs returns the kinds and versions the archive holds objects
+// of, sorted.
+func (r *Restore) archivedGVKs() []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, e := range r.Archive.Index.Objects {
+		if gvk := e.GroupVersionKind(); !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// archiveType is the archive as the source of one kind and version, for
+// preflight.KindVersions: the target's type of the kind (its resource
+// name, for messages) at the archived version.
+func archiveType(gvk schema.GroupVersionKind, kinds *graph.Types) *graph.Types {
+	t := graph.Type{GVK: gvk, Resource: strings.ToLower(gvk.Kind) + "s", Namespaced: true}
+	if tt, ok := kinds.Lookup(gvk.GroupKind()); ok {
+		t = *tt
+		t.GVK = gvk
+	}
+	t.StoredVersions = []string{gvk.Version}
+	return graph.NewTypes(t)
+}
+
+// archivedTypes returns the target's kinds at the versions the archive
+// holds them in, what the plan of the archive is read with, and the
+// versions the target stores those at when they differ, what it is
+// written with. A kind the archive holds in several versions is read at
+// the first: the Copier converts each object from the version it says.
+func (r *Restore) archivedTypes(kinds *graph.Types) (*graph.Types, map[schema.GroupKind]string) {
+	held := map[schema.GroupKind]string{}
+	for _, gvk := range r.archivedGVKs() {
+		if _, ok := held[gvk.GroupKind()]; !ok {
+			held[gvk.GroupKind()] = gvk.Version
+		}
+	}
+	types := make([]graph.Type, 0, len(kinds.All()))
+	versions := map[schema.GroupKind]string{}
+	for _, t := range kinds.All() {
+		t := *t
+		if v, ok := held[t.GVK.GroupKind()]; ok && v != t.GVK.Version {
+			versions[t.GVK.GroupKind()] = t.GVK.Version
+			t.GVK.Version = v
+		}
+		types = append(types, t)
+	}
+	return graph.NewTypes(types...), versions
 }
 
 // Check finds what stands in the restore's way in the target: objects
@@ -112,7 +187,7 @@ func (r *Restore) Check(ctx context.Context, p *graph.Plan) error {
 	}
 	var inTheWay []graph.ObjectRef
 	for _, ref := range in.Conflicts {
-		ours, err := r.isOurs(ctx, ref)
+		ours, err := r.isOurs(ctx, p.InTarget(ref))
 		if err != nil {
 			return err
 		}
@@ -127,7 +202,7 @@ func (r *Restore) Check(ctx context.Context, p *graph.Plan) error {
 }
 
 // isOurs reports whether the target's object under ref's name is this
-// restore's copy, made before a crash.
+// restore's copy, made before a crash. ref names the target's version.
 func (r *Restore) isOurs(ctx context.Context, ref graph.ObjectRef) (bool, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(ref.GVK)
@@ -171,7 +246,13 @@ func (r *Restore) Resume(ctx context.Context, kinds *graph.Types) (int, error) {
 // found among them) are left alone. Copies must hold every copy OnCopied
 // recorded. It returns how many objects and namespaces it deleted.
 func (r *Restore) Undo(ctx context.Context, p *graph.Plan) (int, error) {
-	n, err := move.Rollback(ctx, r.Target, p.Types(), p, r.Operation, r.Copies, r.Options)
+	// The target's kinds, at its versions, for what else its namespaces
+	// hold: the plan's are the archive's.
+	kinds, err := graph.DiscoverTypes(ctx, r.Target)
+	if err != nil {
+		return 0, fmt.Errorf("undoing the restore: %w", err)
+	}
+	n, err := move.Rollback(ctx, r.Target, kinds, p, r.Operation, r.Copies, r.Options)
 	if err != nil {
 		return n, fmt.Errorf("undoing the restore: %w", err)
 	}
@@ -214,28 +295,39 @@ func (r *Restore) selection() planner.Selection {
 }
 
 // checkServed fails, naming them, for the archived kinds the target does
-// not move or does not serve at the archived version. Each kind and
-// version is asked once, however many objects the archive holds of it.
+// not take (see Versions): not moved or not served there, or stored there
+// at another version the operator does not convert the archived one to.
+// Each kind and version is asked once, however many objects the archive
+// holds of it.
 func (r *Restore) checkServed(kinds *graph.Types) error {
 	counts := map[schema.GroupVersionKind]int{}
 	for _, e := range r.Archive.Index.Objects {
 		counts[e.GroupVersionKind()]++
 	}
-	mapper := r.Target.RESTMapper()
+	why := map[schema.GroupVersionKind]string{}
+	for _, kv := range r.Versions(kinds) {
+		if kv.Refusal != "" {
+			why[kv.GroupKind.WithVersion(kv.Source)] = kv.Message
+		}
+	}
 	var missing []string
 	for gvk, n := range counts {
-		if _, moved := kinds.Lookup(gvk.GroupKind()); moved {
-			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-				continue
-			}
+		_, moved := kinds.Lookup(gvk.GroupKind())
+		msg, refused := why[gvk]
+		if moved && !refused {
+			continue
 		}
-		missing = append(missing, fmt.Sprintf("%s %s (%d)", graph.KindString(gvk.GroupKind()), gvk.Version, n))
+		entry := fmt.Sprintf("%s %s (%d)", graph.KindString(gvk.GroupKind()), gvk.Version, n)
+		if refused {
+			entry += ": " + msg
+		}
+		missing = append(missing, entry)
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	sort.Strings(missing)
-	return fmt.Errorf("%w: %s; install the providers the backed-up cluster ran (clusterctl init), at versions that serve these, then restore again", ErrNotServed, strings.Join(missing, ", "))
+	return fmt.Errorf("%w: %s; install the providers the backed-up cluster ran (clusterctl init), at versions that store these as the archive holds them or a newer version of Cluster API's own kinds, then restore again", ErrNotServed, strings.Join(missing, "; "))
 }
 
 // leftOut is an archived object the plan leaves out, and why.

@@ -122,6 +122,10 @@ type Plan struct {
 	// required are namespaces the target must have even when no moved
 	// object is in them (see RequireNamespaces).
 	required []string
+	// targetVersions are the versions the target stores kinds at, where
+	// they are not the versions of the objects' GVKs (see
+	// SetTargetVersions).
+	targetVersions map[schema.GroupKind]string
 }
 
 // Plan selects the objects to move and orders them. See the package
@@ -791,6 +795,60 @@ func (p *Plan) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%d objects cannot move because an owner does not move or does not exist: %s", len(blocking), joinLimited(blocking, 20))
+}
+
+// SetTargetVersions records, per kind, the version the target stores it
+// at, for the kinds it stores at another version than the one the plan's
+// objects are read at (their GVK): a move from an older Cluster API into a
+// newer one, whose objects the move converts (package convert) and writes,
+// reads and deletes in the target at the target's version only, since any
+// other would have the target's API server call the conversion webhooks of
+// the controllers the move stops. Kinds not named are stored at the same
+// version in both clusters. Validating decides the versions once; the
+// record of the plan keeps them.
+func (p *Plan) SetTargetVersions(versions map[schema.GroupKind]string) {
+	p.targetVersions = nil
+	for gk, v := range versions {
+		if p.targetVersions == nil {
+			p.targetVersions = map[schema.GroupKind]string{}
+		}
+		p.targetVersions[gk] = v
+	}
+}
+
+// TargetVersions returns what SetTargetVersions recorded: the kinds the
+// target stores at another version than the plan reads them at, with that
+// version.
+func (p *Plan) TargetVersions() map[schema.GroupKind]string {
+	out := make(map[schema.GroupKind]string, len(p.targetVersions))
+	for gk, v := range p.targetVersions {
+		out[gk] = v
+	}
+	return out
+}
+
+// TargetGVK returns the kind and version to read and write, in the
+// target, an object of the plan read at gvk: the version the target stores
+// its kind at.
+func (p *Plan) TargetGVK(gvk schema.GroupVersionKind) schema.GroupVersionKind {
+	if v, ok := p.targetVersions[gvk.GroupKind()]; ok {
+		gvk.Version = v
+	}
+	return gvk
+}
+
+// InTarget returns ref as the target names it: the same object at the
+// version the target stores its kind at (TargetGVK). Its UID is still the
+// source's.
+func (p *Plan) InTarget(ref ObjectRef) ObjectRef {
+	ref.GVK = p.TargetGVK(ref.GVK)
+	return ref
+}
+
+// Converts reports whether the target stores the kind of an object read at
+// gvk at another version: its objects are converted on their way.
+func (p *Plan) Converts(gvk schema.GroupVersionKind) bool {
+	return p.TargetGVK(gvk) != gvk
 }
 
 // NewPlan returns the plan of the given creation groups, as an earlier

@@ -23,7 +23,9 @@ import (
 // Its files call one way: this one copies a group and finishes its copies,
 // with the copy of one object (copyobject.go), the reading of the source
 // (sources.go) and the copy of a status (status.go); all of them know the
-// copies' UIDs through targetUIDs (uids.go), which calls none of them.
+// copies' UIDs through targetUIDs (uids.go), which calls none of them, and
+// name a copy's kind at the version the target stores it at, converting
+// the object when the source stores another (versions.go).
 type Copier struct {
 	// source is only read: a cluster, or an archive a restore reads.
 	source    client.Reader
@@ -65,7 +67,7 @@ func NewCopier(source client.Reader, target client.Client, plan *graph.Plan, ope
 	target = client.WithFieldOwner(target, FieldOwner(operation))
 	return &Copier{
 		source: source, target: target, plan: plan, operation: operation, opts: opts,
-		uids:       newTargetUIDs(target, operation),
+		uids:       newTargetUIDs(target, operation, plan),
 		namespaces: map[string]bool{},
 		waiting:    map[types.UID]copied{},
 	}
@@ -108,7 +110,8 @@ type CopyResult struct {
 
 // CopyGroup creates every object of one group in the target, with at most
 // Options.Concurrency requests in flight. Each object is read from the
-// source at its storage version, stripped of what the target assigns itself
+// source at its storage version, converted to the target's when the target
+// stores its kind at another (versions.go), stripped of what the target assigns itself
 // (uid, resourceVersion, creationTimestamp, generation, managedFields),
 // created by the operation's field manager, and its owner references are pointed at the
 // owners' UIDs in the target; references to owners that do not move are

@@ -64,7 +64,13 @@ func (c *Copier) copyObject(ctx context.Context, o *graph.Object, src *unstructu
 		c.uids.record(o.UID, uid)
 		return false, nil, nil
 	}
-	obj, managedFields := prepare(src, owners.targetUIDs)
+	// Converted once it is known to be copied: the conversion decodes the
+	// whole object into Cluster API's Go types.
+	src, err = c.toTargetVersion(ctx, o, src)
+	if err != nil {
+		return false, nil, err
+	}
+	obj, managedFields := prepare(src, owners.targetUIDs, owners.apiVersions)
 
 	created, targetGeneration, asFound, err := c.createInTarget(ctx, o, obj, prov, hasProv && srcContent == prov.Content)
 	if err != nil || asFound {
@@ -119,12 +125,16 @@ type copyOwners struct {
 	// moving are the source UIDs of the owners the copy references, which
 	// its managed fields may name.
 	moving map[types.UID]bool
+	// apiVersions are, by source UID, the apiVersions of the references
+	// to owners in other groups whose kinds the move converts: the
+	// version the target stores them at (see ownerAPIVersion).
+	apiVersions map[types.UID]string
 }
 
 // ownersOf sorts src's owner references. An owner that does not move is
 // left out: the plan reported it, and it does not exist in the target.
 func (c *Copier) ownersOf(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (copyOwners, error) {
-	owners := copyOwners{targetUIDs: map[types.UID]types.UID{}, moving: map[types.UID]bool{}}
+	owners := copyOwners{targetUIDs: map[types.UID]types.UID{}, moving: map[types.UID]bool{}, apiVersions: map[types.UID]string{}}
 	for _, ref := range src.GetOwnerReferences() {
 		owner, moves := c.plan.Object(ref.UID)
 		if moves {
@@ -140,6 +150,7 @@ func (c *Copier) ownersOf(ctx context.Context, o *graph.Object, src *unstructure
 				return copyOwners{}, fmt.Errorf("copying %s: %w", o.ObjectRef, err)
 			}
 			owners.targetUIDs[ref.UID] = uid
+			owners.apiVersions[ref.UID] = c.ownerAPIVersion(owner, ref)
 		}
 	}
 	return owners, nil
@@ -161,7 +172,7 @@ func (c *Copier) createInTarget(ctx context.Context, o *graph.Object, obj *unstr
 		return false, 0, false, fmt.Errorf("creating %s in the target: %w", o.ObjectRef, err)
 	}
 	existing := &metav1.PartialObjectMetadata{}
-	existing.SetGroupVersionKind(o.GVK)
+	existing.SetGroupVersionKind(c.plan.TargetGVK(o.GVK))
 	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, o.Key(), existing) }); err != nil {
 		return false, 0, false, fmt.Errorf("reading %s, which already exists in the target: %w", o.ObjectRef, err)
 	}
@@ -204,7 +215,7 @@ func (c *Copier) isEarlierCopy(ctx context.Context, o *graph.Object, prov Proven
 	if !sourceUnchanged || c.targetID == "" || prov.Target != c.targetID || prov.Copy != existing {
 		return false, nil
 	}
-	copied, err := getUnstructured(ctx, c.target, o.ObjectRef)
+	copied, err := getUnstructured(ctx, c.target, c.plan.InTarget(o.ObjectRef))
 	if err != nil {
 		return false, fmt.Errorf("reading %s, which an earlier move copied to the target: %w", o.ObjectRef, err)
 	}
@@ -238,7 +249,7 @@ func (c *Copier) linkOwners(ctx context.Context, d copied) error {
 			if err != nil {
 				return fmt.Errorf("linking the owners of %s: %w", d.object.ObjectRef, err)
 			}
-			ref.UID = uid
+			ref.UID, ref.APIVersion = uid, c.ownerAPIVersion(owner, ref)
 		}
 		refs = append(refs, ref)
 	}
@@ -247,7 +258,7 @@ func (c *Copier) linkOwners(ctx context.Context, d copied) error {
 		return err
 	}
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(d.object.GVK)
+	obj.SetGroupVersionKind(c.plan.TargetGVK(d.object.GVK))
 	obj.SetNamespace(d.object.Namespace)
 	obj.SetName(d.object.Name)
 	if err := retryTransient(ctx, func() error { return c.target.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
@@ -268,12 +279,16 @@ func (c *Copier) linkOwners(ctx context.Context, d copied) error {
 // writer. Redone on a resumed copy, it changes nothing. owners are the
 // source UIDs of the owners the copy references; paths naming any other
 // UID (owners that do not move, whose references the copy drops) are
-// dropped.
+// dropped. So are the entries written at another version than the one the
+// target stores the kind at (managedFieldsAt): a copy of a converted
+// object keeps none of its source's, and is left with no managed fields at
+// all, as an object written before server-side apply existed.
 func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, uid types.UID, owners map[types.UID]bool, source []metav1.ManagedFieldsEntry) error {
 	if len(source) == 0 {
 		return nil
 	}
-	fields, err := rewriteOwnerUIDs(source, func(sourceUID types.UID) (types.UID, bool, error) {
+	to := c.plan.TargetGVK(o.GVK)
+	fields, err := rewriteOwnerUIDs(managedFieldsAt(source, to.GroupVersion().String()), func(sourceUID types.UID) (types.UID, bool, error) {
 		owner, moves := c.plan.Object(sourceUID)
 		if !moves || !owners[sourceUID] {
 			return "", false, nil
@@ -284,12 +299,18 @@ func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, uid 
 	if err != nil {
 		return fmt.Errorf("restoring the managed fields of %s in the target: %w", o.ObjectRef, err)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "managedFields": fields}})
+	var managedFields any = fields
+	if len(fields) == 0 {
+		// One empty entry is how a write clears every managed field, the
+		// operation's own entry with them.
+		managedFields = []map[string]any{{}}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "managedFields": managedFields}})
 	if err != nil {
 		return err
 	}
 	target := &metav1.PartialObjectMetadata{}
-	target.SetGroupVersionKind(o.GVK)
+	target.SetGroupVersionKind(to)
 	target.SetNamespace(o.Namespace)
 	target.SetName(o.Name)
 	if err := retryTransient(ctx, func() error { return c.target.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)) }); err != nil {
@@ -302,7 +323,7 @@ func (c *Copier) restoreManagedFields(ctx context.Context, o *graph.Object, uid 
 // recorded.
 func (c *Copier) foundUID(ctx context.Context, o *graph.Object) (types.UID, error) {
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(o.GVK)
+	obj.SetGroupVersionKind(c.plan.TargetGVK(o.GVK))
 	if err := retryTransient(ctx, func() error { return c.target.Get(ctx, o.Key(), obj) }); err != nil {
 		return "", fmt.Errorf("reading %s, which the target had when the move began: %w", o.ObjectRef, err)
 	}
@@ -356,20 +377,25 @@ func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
 	return nil
 }
 
-// prepare returns the object to create in the target from its source copy:
-// the same content without the fields the target assigns itself, with
-// owner references to moved owners pointed at
-// their target UIDs (ownerUIDs, by source UID) and the others dropped
-// (owners of the same group are linked after the create). It also returns
-// the source's managed fields, every entry, for restoreManagedFields. The
-// source object is reused, not copied: the caller must not use it
-// afterwards.
-func prepare(src *unstructured.Unstructured, ownerUIDs map[types.UID]types.UID) (*unstructured.Unstructured, []metav1.ManagedFieldsEntry) {
+// prepare returns the object to create in the target from its source copy
+// (converted to the target's version when the target stores its kind at
+// another): the same content without the fields the target assigns
+// itself, with owner references to moved owners pointed at their target
+// UIDs (ownerUIDs, by source UID), at the apiVersions given for them
+// (apiVersions, by source UID; the reference's own when none), and the
+// others dropped (owners of the same group are linked after the create).
+// It also returns the source's managed fields, every entry, for
+// restoreManagedFields. The source object is reused, not copied: the
+// caller must not use it afterwards.
+func prepare(src *unstructured.Unstructured, ownerUIDs map[types.UID]types.UID, apiVersions map[types.UID]string) (*unstructured.Unstructured, []metav1.ManagedFieldsEntry) {
 	managedFields := src.GetManagedFields()
 
 	var refs []metav1.OwnerReference
 	for _, ref := range src.GetOwnerReferences() {
 		if uid, ok := ownerUIDs[ref.UID]; ok {
+			if v, ok := apiVersions[ref.UID]; ok {
+				ref.APIVersion = v
+			}
 			ref.UID = uid
 			refs = append(refs, ref)
 		}

@@ -61,7 +61,7 @@ func TestPrepare(t *testing.T) {
 	ownerUIDs := map[types.UID]types.UID{"ms-source-uid": "ms-target-uid", "cluster-source-uid": "cluster-target-uid"}
 
 	t.Run("the copy keeps content, labels, annotations and finalizers, and drops what the target assigns", func(t *testing.T) {
-		obj, _ := prepare(sourceMachine(), ownerUIDs)
+		obj, _ := prepare(sourceMachine(), ownerUIDs, nil)
 		want := map[string]any{
 			"apiVersion": "cluster.x-k8s.io/v1beta2",
 			"kind":       "Machine",
@@ -85,7 +85,7 @@ func TestPrepare(t *testing.T) {
 	})
 
 	t.Run("owner references keep their order, API version, controller and blockOwnerDeletion; only the UID changes", func(t *testing.T) {
-		obj, _ := prepare(sourceMachine(), ownerUIDs)
+		obj, _ := prepare(sourceMachine(), ownerUIDs, nil)
 		want := []metav1.OwnerReference{
 			{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "MachineSet", Name: "ms", UID: "ms-target-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
 			{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "c1", UID: "cluster-target-uid"},
@@ -96,14 +96,14 @@ func TestPrepare(t *testing.T) {
 	})
 
 	t.Run("references to owners without a target UID are dropped", func(t *testing.T) {
-		obj, _ := prepare(sourceMachine(), nil)
+		obj, _ := prepare(sourceMachine(), nil, nil)
 		if refs := obj.GetOwnerReferences(); len(refs) != 0 {
 			t.Errorf("owner references %v, want none", refs)
 		}
 	})
 
 	t.Run("every managed fields entry is returned for restoring, Apply and Update alike", func(t *testing.T) {
-		_, fields := prepare(sourceMachine(), ownerUIDs)
+		_, fields := prepare(sourceMachine(), ownerUIDs, nil)
 		if len(fields) != 1 || fields[0].Manager != "capi-topology" {
 			t.Errorf("managed fields to restore: %+v, want the capi-topology entry", fields)
 		}
@@ -113,7 +113,7 @@ func TestPrepare(t *testing.T) {
 			{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
 		}
 		src.SetManagedFields(updates)
-		if _, fields := prepare(src, ownerUIDs); !cmp.Equal(fields, updates) {
+		if _, fields := prepare(src, ownerUIDs, nil); !cmp.Equal(fields, updates) {
 			t.Errorf("managed fields to restore: %+v, want both Update entries", fields)
 		}
 	})
@@ -121,7 +121,7 @@ func TestPrepare(t *testing.T) {
 	t.Run("the copy carries no mark of the move: its labels are the source's", func(t *testing.T) {
 		src := sourceMachine()
 		src.SetLabels(nil)
-		obj, _ := prepare(src, ownerUIDs)
+		obj, _ := prepare(src, ownerUIDs, nil)
 		if labels := obj.GetLabels(); len(labels) != 0 {
 			t.Errorf("labels %v, want none", labels)
 		}

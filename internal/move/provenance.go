@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,8 +71,11 @@ func IsEarlierCopy(src, existing *unstructured.Unstructured, targetID types.UID)
 
 // EarlierCopy reports whether the target's object of ref's name is the copy
 // an earlier move made of the source object, neither changed since. It
-// reads the target only when the source object records a copy.
-func EarlierCopy(ctx context.Context, source, target client.Reader, targetID types.UID, ref graph.ObjectRef) (bool, error) {
+// reads the target only when the source object records a copy, at the
+// version the target stores the kind at (inTarget). A copy of an object
+// stored at another version in the source is never taken as unchanged:
+// the content of the two versions differs.
+func EarlierCopy(ctx context.Context, source, target client.Reader, targetID types.UID, ref graph.ObjectRef, inTarget schema.GroupVersionKind) (bool, error) {
 	src, err := getUnstructured(ctx, source, ref)
 	if err != nil {
 		return false, fmt.Errorf("reading %s in the source: %w", ref, err)
@@ -79,6 +83,7 @@ func EarlierCopy(ctx context.Context, source, target client.Reader, targetID typ
 	if _, ok := ProvenanceOf(src); !ok {
 		return false, nil
 	}
+	ref.GVK = inTarget
 	copied, err := getUnstructured(ctx, target, ref)
 	if err != nil {
 		return false, fmt.Errorf("reading %s in the target: %w", ref, err)
@@ -103,7 +108,7 @@ func RecordCopies(ctx context.Context, source, target client.Client, targetID ty
 	var mu sync.Mutex
 	marked := 0
 	err := forEach(ctx, kept, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
-		copied, err := getUnstructured(ctx, target, o.ObjectRef)
+		copied, err := getUnstructured(ctx, target, plan.InTarget(o.ObjectRef))
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -37,7 +37,7 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 			}
 		}
 		err := forEach(ctx, candidates, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
-			copied, ok, err := ownCopy(ctx, target, o, operation, copies)
+			copied, ok, err := ownCopy(ctx, target, plan, o, operation, copies)
 			if err != nil || !ok {
 				return err
 			}
@@ -79,10 +79,12 @@ func Rollback(ctx context.Context, target client.Client, ts *graph.Types, plan *
 	return deleted, nil
 }
 
-// ownCopy returns the target's object of o's name when it is this
-// operation's copy.
-func ownCopy(ctx context.Context, target client.Reader, o *graph.Object, operation string, copies map[types.UID]bool) (graph.ObjectRef, bool, error) {
-	copied := metadataObject(o.GVK, o.Namespace, o.Name)
+// ownCopy returns the target's object of o's name, at the version the
+// target stores its kind at (see versions.go), when it is this operation's
+// copy.
+func ownCopy(ctx context.Context, target client.Reader, plan *graph.Plan, o *graph.Object, operation string, copies map[types.UID]bool) (graph.ObjectRef, bool, error) {
+	gvk := plan.TargetGVK(o.GVK)
+	copied := metadataObject(gvk, o.Namespace, o.Name)
 	if err := retryTransient(ctx, func() error { return target.Get(ctx, o.Key(), copied) }); err != nil {
 		if gone(err) {
 			return graph.ObjectRef{}, false, nil
@@ -92,7 +94,7 @@ func ownCopy(ctx context.Context, target client.Reader, o *graph.Object, operati
 	if !IsCopyOf(copied, operation, copies) {
 		return graph.ObjectRef{}, false, nil
 	}
-	return graph.ObjectRef{GVK: o.GVK, Namespace: o.Namespace, Name: o.Name, UID: copied.GetUID()}, true, nil
+	return graph.ObjectRef{GVK: gvk, Namespace: o.Namespace, Name: o.Name, UID: copied.GetUID()}, true, nil
 }
 
 // deleteNamespace deletes a namespace this operation created, unless

@@ -166,7 +166,12 @@ func listFull(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			item.SetGroupVersionKind(gvk)
+			// An item says its version: an archive serves each object in
+			// the version it was written at, whatever the list asked
+			// (a copy converts it from there).
+			if item.GetAPIVersion() == "" {
+				item.SetGroupVersionKind(gvk)
+			}
 			if !each(item) {
 				return nil
 			}

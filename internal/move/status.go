@@ -48,8 +48,10 @@ func StatusSubresources(ts *graph.Types) func(schema.GroupKind) bool {
 
 // statusToCopy returns the status to write to o's copy, UIDs still the
 // source's, or nil for none: the source's status when the move carries
-// the kind's, a reconciled ClusterClass's otherwise. targetGeneration is
-// the copy's generation.
+// the kind's, a reconciled ClusterClass's otherwise. src is the source
+// object at the target's version (converted, when the target stores the
+// kind at another version: the status is converted with it).
+// targetGeneration is the copy's generation.
 func (c *Copier) statusToCopy(o *graph.Object, src *unstructured.Unstructured, targetGeneration int64) map[string]any {
 	if c.carry == nil || !c.carry(o.GroupKind()) {
 		return reconciledStatus(o, src, targetGeneration)
@@ -151,7 +153,7 @@ func (c *Copier) copyStatus(ctx context.Context, o *graph.Object, uid types.UID,
 		return err
 	}
 	target := &unstructured.Unstructured{}
-	target.SetGroupVersionKind(o.GVK)
+	target.SetGroupVersionKind(c.plan.TargetGVK(o.GVK))
 	target.SetNamespace(o.Namespace)
 	target.SetName(o.Name)
 	if err := retryTransient(ctx, func() error {

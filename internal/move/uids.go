@@ -22,6 +22,8 @@ import (
 type targetUIDs struct {
 	target    client.Client
 	operation string
+	// plan says at which version the target stores each kind.
+	plan *graph.Plan
 	// copies are the target UIDs of the copies this operation made and
 	// recorded before it restored their managed fields (see
 	// Copier.WithCopies); set before the copy begins, never changed.
@@ -31,8 +33,8 @@ type targetUIDs struct {
 	bySource map[types.UID]types.UID
 }
 
-func newTargetUIDs(target client.Client, operation string) *targetUIDs {
-	return &targetUIDs{target: target, operation: operation, bySource: map[types.UID]types.UID{}}
+func newTargetUIDs(target client.Client, operation string, plan *graph.Plan) *targetUIDs {
+	return &targetUIDs{target: target, operation: operation, plan: plan, bySource: map[types.UID]types.UID{}}
 }
 
 // record notes the target UID of a moved object, created or found.
@@ -63,7 +65,7 @@ func (u *targetUIDs) of(ctx context.Context, owner *graph.Object) (types.UID, er
 		return uid, nil
 	}
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(owner.GVK)
+	obj.SetGroupVersionKind(u.plan.TargetGVK(owner.GVK))
 	if err := retryTransient(ctx, func() error { return u.target.Get(ctx, owner.Key(), obj) }); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("its owner %s is not in the target yet (copy the groups in order)", owner.ObjectRef)

@@ -34,8 +34,9 @@ func JoinRefusals(refusals []Refusal) string { return graph.JoinFirstTen(refusal
 // the operator; once they run again this is the check the copies did not
 // get. It returns the refusals (an object a webhook or policy rejects, or
 // finds invalid), sorted; any other error (the target unreachable) is
-// returned as an error. An object gone since is not checked.
-func ValidateInTarget(ctx context.Context, target client.Client, objects []*graph.Object, opts Options) ([]Refusal, error) {
+// returned as an error. An object gone since is not checked. Each is read
+// and sent at the version the target stores its kind at (plan.TargetGVK).
+func ValidateInTarget(ctx context.Context, target client.Client, plan *graph.Plan, objects []*graph.Object, opts Options) ([]Refusal, error) {
 	var mu sync.Mutex
 	var refusals []Refusal
 	err := forEach(ctx, objects, opts.concurrency(), func(ctx context.Context, o *graph.Object) error {
@@ -43,7 +44,7 @@ func ValidateInTarget(ctx context.Context, target client.Client, objects []*grap
 		// read and the dry run: read it again, up to three times in all.
 		err := retry.RetryOnConflict(wait.Backoff{Steps: 3}, func() error {
 			return retryTransient(ctx, func() error {
-				obj, err := getUnstructured(ctx, target, o.ObjectRef)
+				obj, err := getUnstructured(ctx, target, plan.InTarget(o.ObjectRef))
 				if err != nil {
 					return err
 				}

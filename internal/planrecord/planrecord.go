@@ -77,6 +77,12 @@ type part struct {
 	// Namespaces are the namespaces the plan requires with nothing in them
 	// to move (graph.Plan.RequireNamespaces), in the first part only.
 	Namespaces []string `json:"namespaces,omitempty"`
+	// TargetVersions are, by "group/Kind", the versions the target stores
+	// the kinds at that it stores at another version than the objects'
+	// (graph.Plan.SetTargetVersions), in the first part only. A record
+	// written before they were recorded has none: every kind was stored at
+	// one version in both clusters then.
+	TargetVersions map[string]string `json:"targetVersions,omitempty"`
 }
 
 // Selector returns the labels that find the record of one MoveOperation.
@@ -197,6 +203,12 @@ func partIndex(cm *corev1.ConfigMap) int {
 func encode(plan *graph.Plan) ([][]byte, error) {
 	var parts [][]byte
 	cur := part{Namespaces: plan.RequiredNamespaces()}
+	for gk, v := range plan.TargetVersions() {
+		if cur.TargetVersions == nil {
+			cur.TargetVersions = map[string]string{}
+		}
+		cur.TargetVersions[gk.Group+"/"+gk.Kind] = v
+	}
 	kinds := map[schema.GroupVersionKind]int{}
 	flush := func() error {
 		data, err := compress(cur)
@@ -259,8 +271,9 @@ func compress(p part) ([]byte, error) {
 // (namespaces, keep reasons) are held once, not once per object as decoding
 // makes them.
 type reader struct {
-	groups     [][]*graph.Object
-	namespaces []string
+	groups         [][]*graph.Object
+	namespaces     []string
+	targetVersions map[schema.GroupKind]string
 }
 
 func newReader() *reader { return &reader{} }
@@ -269,6 +282,7 @@ func newReader() *reader { return &reader{} }
 func (r *reader) plan() *graph.Plan {
 	plan := graph.NewPlan(r.groups)
 	plan.RequireNamespaces(r.namespaces)
+	plan.SetTargetVersions(r.targetVersions)
 	return plan
 }
 
@@ -291,6 +305,16 @@ func (r *reader) decode(data []byte) error {
 		return err
 	}
 	r.namespaces = append(r.namespaces, p.Namespaces...)
+	for k, v := range p.TargetVersions {
+		group, kind, ok := cutLast(k)
+		if !ok || kind == "" || v == "" {
+			return fmt.Errorf("target version %q: %q is not group/Kind", v, k)
+		}
+		if r.targetVersions == nil {
+			r.targetVersions = map[schema.GroupKind]string{}
+		}
+		r.targetVersions[schema.GroupKind{Group: group, Kind: kind}] = v
+	}
 	gvks := make([]schema.GroupVersionKind, len(p.Kinds))
 	for i, k := range p.Kinds {
 		gv, kind, ok := cutLast(k)

@@ -91,6 +91,44 @@ func TestARecordReadsBackAsThePlan(t *testing.T) {
 			t.Errorf("the namespaces the target must have differ (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("the versions the target stores converted kinds at read back, and say where to write each object", func(t *testing.T) {
+		objectsPerPart = 7
+		plan := testPlan(20)
+		cluster := schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
+		plan.SetTargetVersions(map[schema.GroupKind]string{cluster: "v1beta3"})
+		parts, err := encode(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := roundTrip(t, parts)
+		if diff := cmp.Diff(map[schema.GroupKind]string{cluster: "v1beta3"}, got.TargetVersions()); diff != "" {
+			t.Errorf("target versions read back differ (-want +got):\n%s", diff)
+		}
+		for _, o := range got.Objects() {
+			want := o.GVK
+			if o.GroupKind() == cluster {
+				want.Version = "v1beta3"
+			}
+			if to := got.TargetGVK(o.GVK); to != want {
+				t.Errorf("%s is written to the target at %s, want %s", o, to, want)
+			}
+		}
+	})
+	t.Run("a record written before target versions were recorded reads back with every kind at its own version", func(t *testing.T) {
+		// As an operator without them wrote it: no targetVersions key.
+		old, err := compress(part{Kinds: []string{"cluster.x-k8s.io/v1beta2/Cluster"}, Objects: []entry{{Kind: 0, Namespace: "ns", Name: "c", UID: "uid-c"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := roundTrip(t, [][]byte{old})
+		if n := len(got.TargetVersions()); n != 0 {
+			t.Errorf("%d target versions read from a record without any", n)
+		}
+		o := got.Objects()[0]
+		if to := got.TargetGVK(o.GVK); to != o.GVK {
+			t.Errorf("%s is written to the target at %s, want its own %s", o, to, o.GVK)
+		}
+	})
 	t.Run("a large plan stays small", func(t *testing.T) {
 		objectsPerPart = 10000
 		parts, err := encode(testPlan(45000))

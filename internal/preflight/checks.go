@@ -72,6 +72,11 @@ type Env struct {
 	Selection planner.Selection
 	// SourceTypes and TargetTypes are the kinds that move, in each cluster.
 	SourceTypes, TargetTypes *graph.Types
+	// KindVersions are, per kind, the versions both clusters store it at
+	// and how the move gets its objects across (see KindVersions): the
+	// decision status.plan.versions records, once the target's kinds are
+	// known.
+	KindVersions []KindVersion
 	// SourceTypesCache is the operator's cache of the source's kinds
 	// (nil: none kept beyond these checks).
 	SourceTypesCache *graph.TypesCache
@@ -266,8 +271,11 @@ func checkTarget(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// checkKinds discovers the kinds that move in both clusters, and compares
-// their CRDs (see CheckCRDs).
+// checkKinds discovers the kinds that move in both clusters, and decides,
+// per kind, at which version the target takes its objects: the source's,
+// or a newer Cluster API version the operator converts them to (see
+// KindVersions). A kind the target cannot take is refused by name, with
+// what to install, before anything is stopped.
 func checkKinds(ctx context.Context, e *Env) error {
 	if e.SourceTypesCache == nil {
 		e.SourceTypesCache = &graph.TypesCache{}
@@ -298,7 +306,8 @@ func checkKinds(ctx context.Context, e *Env) error {
 		return nil
 	}
 	e.TargetTypes = target
-	if err := CheckCRDs(e.SourceTypes, e.TargetTypes); err != nil {
+	e.KindVersions = KindVersions(e.SourceTypes, e.TargetTypes)
+	if err := Refusals(e.KindVersions); err != nil {
 		e.find(movev1alpha1.ReasonCRDMismatch, err.Error())
 	}
 	return nil

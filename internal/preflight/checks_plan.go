@@ -77,6 +77,8 @@ func checkPlan(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
+	// What follows reads the target at the versions it stores the kinds at.
+	plan.SetTargetVersions(TargetVersions(e.KindVersions))
 	e.Plan = plan
 	if err := e.Plan.Validate(); err != nil {
 		e.find(movev1alpha1.ReasonOrphanedObjects, err.Error()+"; move their owners too (widen spec.namespaces or spec.clusterSelector), or remove the objects")

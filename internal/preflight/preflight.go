@@ -79,15 +79,18 @@ type InTarget struct {
 // one LIST per kind and namespace, metadata only, and two GETs per earlier
 // copy. It runs before the move writes anything, and again when the move
 // records its plan, once the providers of both clusters are stopped and
-// nobody but the operator can create their objects.
+// nobody but the operator can create their objects: the target is read at
+// the versions it stores the kinds at (plan.TargetGVK), where no conversion
+// webhook is asked.
 func CheckTarget(ctx context.Context, source, target client.Reader, targetID types.UID, plan *graph.Plan) (InTarget, error) {
 	out := InTarget{Found: map[types.UID]bool{}}
 	wanted := map[schema.GroupVersionKind]map[client.ObjectKey]*graph.Object{}
 	for _, o := range plan.Objects() {
-		if wanted[o.GVK] == nil {
-			wanted[o.GVK] = map[client.ObjectKey]*graph.Object{}
+		gvk := plan.TargetGVK(o.GVK)
+		if wanted[gvk] == nil {
+			wanted[gvk] = map[client.ObjectKey]*graph.Object{}
 		}
-		wanted[o.GVK][o.Key()] = o
+		wanted[gvk][o.Key()] = o
 	}
 	for gvk, objs := range wanted {
 		for _, ns := range namespacesOf(objs) {
@@ -95,7 +98,7 @@ func CheckTarget(ctx context.Context, source, target client.Reader, targetID typ
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 			if err := target.List(ctx, list, client.InNamespace(ns)); err != nil {
 				if meta.IsNoMatchError(err) {
-					break // the kind is not in the target; CheckCRDs reports it
+					break // the kind is not in the target; CheckKindVersions reports it
 				}
 				return InTarget{}, fmt.Errorf("listing %s in namespace %s of the target: %w", graph.KindString(gvk.GroupKind()), ns, err)
 			}
@@ -108,7 +111,7 @@ func CheckTarget(ctx context.Context, source, target client.Reader, targetID typ
 					out.Found[o.UID] = true
 					continue
 				}
-				earlier, err := move.EarlierCopy(ctx, source, target, targetID, o.ObjectRef)
+				earlier, err := move.EarlierCopy(ctx, source, target, targetID, o.ObjectRef, gvk)
 				if err != nil {
 					return InTarget{}, err
 				}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
+	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/convert"
 	"github.com/move-operator/move-operator/internal/graph"
 )
@@ -33,40 +34,42 @@ type KindVersion struct {
 }
 
 // Conversion is how objects of a kind reach the version the target stores
-// it at.
-type Conversion string
+// it at: the status words of status.plan.versions.
+type Conversion = movev1alpha1.KindConversion
 
 const (
 	// ConversionNone: both clusters store the kind at the same version.
-	ConversionNone Conversion = "None"
+	ConversionNone = movev1alpha1.ConversionNone
 	// ConversionToNewer: the target stores a newer version, and the
 	// operator converts each object with Cluster API's own code (package
 	// convert): an older Cluster API moved into a newer one.
-	ConversionToNewer Conversion = "ToNewer"
+	ConversionToNewer = movev1alpha1.ConversionToNewer
 	// ConversionToOlder: the target stores an older version, and the
-	// operator converts each object back with Cluster API's code; an object
-	// holding fields the older version cannot hold (convert.Lost) must be
-	// refused by name when it is copied.
+	// operator would convert each object back with Cluster API's code,
+	// refusing by name any object holding fields the older version cannot
+	// hold (convert.Lost). Not made yet: KindVersions refuses such a kind
+	// (RefusalOlderInTarget) until the way back is built.
 	ConversionToOlder Conversion = "ToOlder"
 )
 
 // Refusal is why a target cannot take a kind.
-type Refusal string
+type Refusal = movev1alpha1.KindRefusal
 
 const (
 	// RefusalNotInTarget: the target does not serve the kind at all.
-	RefusalNotInTarget Refusal = "NotInTarget"
+	RefusalNotInTarget = movev1alpha1.RefusalNotInTarget
 	// RefusalOlderInTarget: the target stores an older version than the
-	// source, and the operator has no conversion between them (a
-	// provider's kind, or versions Cluster API's code does not convert).
-	RefusalOlderInTarget Refusal = "OlderInTarget"
+	// source, and the operator does not convert to it (a provider's kind,
+	// versions Cluster API's code does not convert, or any older version:
+	// the way back is not built yet).
+	RefusalOlderInTarget = movev1alpha1.RefusalOlderInTarget
 	// RefusalNewerInTarget: the target stores a newer version than the
 	// source, and the operator has no conversion between them.
-	RefusalNewerInTarget Refusal = "NewerInTarget"
+	RefusalNewerInTarget = movev1alpha1.RefusalNewerInTarget
 	// RefusalStoredAtOtherVersions: a cluster still has objects of the
 	// kind stored at a version besides its storage version; reading them
 	// at the storage version needs that cluster's conversion webhook.
-	RefusalStoredAtOtherVersions Refusal = "StoredAtOtherVersions"
+	RefusalStoredAtOtherVersions = movev1alpha1.RefusalStoredAtOtherVersions
 )
 
 // KindVersions lists, for every kind the source stores that a move
@@ -121,8 +124,12 @@ func bridge(st, tt *graph.Type) (Conversion, Refusal, string) {
 	older := version.CompareKubeAwareVersionStrings(to, from) < 0
 	if convert.Supports(gk, from, to) {
 		if older {
-			return ConversionToOlder, "", fmt.Sprintf("%s is stored at %s in the source and at the older %s in the target: the operator converts each object back with Cluster API's own code, and refuses by name any object with fields %s cannot hold",
-				st.Resource, from, to, to)
+			// Cluster API's code converts back, but the move must first
+			// refuse by name every object holding what the older version
+			// cannot (convert.Lost), and give the references' versions:
+			// not built yet.
+			return "", RefusalOlderInTarget, fmt.Sprintf("%s is stored at %s in the source but only at the older %s in the target, and the operator does not convert objects to an older version of Cluster API: install in the target the Cluster API version the source runs (or a newer one)",
+				st.Resource, from, to)
 		}
 		return ConversionToNewer, "", fmt.Sprintf("%s is stored at %s in the source and %s in the target: the operator converts each object with Cluster API's own code",
 			st.Resource, from, to)
@@ -160,8 +167,14 @@ func storedElsewhere(st, tt *graph.Type) string {
 // cannot take a kind to move (see KindVersions): the error CheckCRDs
 // returns, but for the version differences the operator converts.
 func CheckKindVersions(source, target *graph.Types) error {
+	return Refusals(KindVersions(source, target))
+}
+
+// Refusals fails, naming every kind concerned, when one of kvs is refused:
+// CheckKindVersions' error, for versions computed already.
+func Refusals(kvs []KindVersion) error {
 	var problems []string
-	for _, kv := range KindVersions(source, target) {
+	for _, kv := range kvs {
 		if kv.Refusal != "" {
 			problems = append(problems, kv.Message)
 		}
@@ -170,4 +183,29 @@ func CheckKindVersions(source, target *graph.Types) error {
 		return nil
 	}
 	return fmt.Errorf("the CRDs do not allow a move: %s", strings.Join(problems, "; "))
+}
+
+// TargetVersions returns, for the kinds of kvs that the target stores at
+// another version than the source and that the move converts, the
+// target's version: what graph.Plan.SetTargetVersions records.
+func TargetVersions(kvs []KindVersion) map[schema.GroupKind]string {
+	out := map[schema.GroupKind]string{}
+	for _, kv := range kvs {
+		if kv.Refusal == "" && kv.Target != "" && kv.Target != kv.Source {
+			out[kv.GroupKind] = kv.Target
+		}
+	}
+	return out
+}
+
+// StatusOf is kvs as status.plan.versions lists them.
+func StatusOf(kvs []KindVersion) []movev1alpha1.KindVersion {
+	out := make([]movev1alpha1.KindVersion, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, movev1alpha1.KindVersion{
+			Kind: graph.KindString(kv.GroupKind), Source: kv.Source, Target: kv.Target,
+			Conversion: kv.Conversion, Refusal: kv.Refusal,
+		})
+	}
+	return out
 }
