@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 	"sync"
 
 	"filippo.io/age"
@@ -35,6 +36,9 @@ type Archive struct {
 	// written; decode decodes one.
 	load   func(i int) ([]byte, error)
 	decode func(data []byte) (*unstructured.Unstructured, error)
+	// closer is what the archive was opened from, when it owns it
+	// (OpenFile).
+	closer io.Closer
 
 	// byKind and byKey index the entries for Reader, built at its first
 	// read: a restore reads every object by name, and a scan per read
@@ -180,6 +184,37 @@ func Open(r io.ReaderAt, size int64, identities ...age.Identity) (*Archive, erro
 		return data, nil
 	}
 	return a, nil
+}
+
+// OpenFile opens the archive in f as Open does, and owns f from then on:
+// Close closes it (and so does a failure to open it).
+func OpenFile(f *os.File, identities ...age.Identity) (*Archive, error) {
+	info, err := f.Stat()
+	if err != nil {
+		f.Close() //nolint:errcheck // the error that matters is err
+		return nil, fmt.Errorf("reading the archive: %w", err)
+	}
+	a, err := Open(f, info.Size(), identities...)
+	if err != nil {
+		f.Close() //nolint:errcheck // the error that matters is err
+		return nil, err
+	}
+	a.closer = f
+	return a, nil
+}
+
+// Close lets go of the file the archive reads its objects from, when it
+// owns one (OpenFile): its objects can no longer be read, its index still
+// can. A restore closes its archive once every object is copied; not
+// while another goroutine reads it.
+func (a *Archive) Close() error {
+	if a.closer == nil {
+		return nil
+	}
+	c := a.closer
+	a.closer = nil
+	a.load = func(int) ([]byte, error) { return nil, errors.New("the archive is closed") }
+	return c.Close()
 }
 
 // decrypt returns what reads the archive's tar stream and its size, and

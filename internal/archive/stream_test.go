@@ -234,3 +234,36 @@ func sha(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
+
+// An archive opened from a file it owns lets go of the file when closed:
+// a restore that finished keeps no file open, nor a copy of a registry's
+// archive on disk.
+func TestAnArchiveClosesTheFileItOwns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "archive")
+	if err := os.WriteFile(path, write(t, Encryption{Unencrypted: true}, fleet()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Object(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Stat(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("the archive's file after Close: %v, want it closed", err)
+	}
+	if _, err := a.Object(0); err == nil {
+		t.Error("a closed archive read an object")
+	}
+	if len(a.Index.Objects) != 3 || a.Close() != nil {
+		t.Errorf("a closed archive's index: %d entries; closing it again must do nothing", len(a.Index.Objects))
+	}
+}
