@@ -67,10 +67,12 @@ func (e *Env) refuseIf(refusal string, err error) error {
 }
 
 // refuseCreator records a finding that ends the checks, and forgets the
-// plan: what the source holds is not shown to someone who may not see it.
+// plan and the kinds' versions: what the source holds, down to which kinds
+// it serves, is not shown to someone who may not see it.
 func (e *Env) refuseCreator(reason, message string) {
 	e.find(reason, message)
 	e.creatorRefused = true
 	e.Plan = nil
 	e.GitOps = nil
+	e.KindVersions = nil
 }
