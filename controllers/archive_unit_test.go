@@ -2,15 +2,20 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/archive"
+	"github.com/move-operator/move-operator/internal/backup"
 )
 
 // A restore's spec.namespaces must name what its backup was taken of; the
@@ -85,5 +90,40 @@ func TestARestoreResumesThePausesItRecordedWithoutItsStore(t *testing.T) {
 	by, err := r.pausedByOf(context.Background(), newScope(mo))
 	if err != nil || by != "backup-uid" {
 		t.Errorf("pausedByOf = %q, %v; want the recorded backup-uid", by, err)
+	}
+}
+
+// A restore that ends before Copying (refused in Validating, or deleted)
+// lets go of its archive when its memo is forgotten: nothing else would
+// close the file, and a registry's archive spooled to disk would hold its
+// space until the operator restarted.
+func TestAForgottenRestoreClosesItsArchive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "archive")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := archive.NewWriter(f, archive.Encryption{Unencrypted: true}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(archive.Index{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	a, err := archive.OpenFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &MoveOperationReconciler{}
+	r.memoOf("restore-uid").restoring = &backup.Restore{Archive: a}
+	r.forgetMemo("restore-uid")
+	if _, err := f.Stat(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("the archive's file is still open after its restore was forgotten: %v", err)
+	}
+	if _, ok := r.memos.Load(types.UID("restore-uid")); ok {
+		t.Error("the memo is still kept")
 	}
 }

@@ -99,12 +99,34 @@ type memo struct {
 type retargetable struct{ client.Client }
 
 // reset forgets everything: the plan changed.
-func (r *memo) reset() { *r = memo{} }
+func (r *memo) reset() {
+	r.close()
+	*r = memo{}
+}
 
-// runFor returns the run of a MoveOperation, creating it when absent.
+// close releases what the memo holds open: a restore's archive (a file,
+// a registry's archive spooled to disk). A memo is dropped when its
+// MoveOperation ends or is gone, also when it failed before Copying,
+// where nothing else would close it.
+func (r *memo) close() {
+	if r.restoring != nil {
+		_ = r.restoring.Archive.Close() // read only; nothing to lose
+		r.restoring = nil
+	}
+}
+
+// memoOf returns the memo of a MoveOperation, creating it when absent.
 func (r *MoveOperationReconciler) memoOf(uid types.UID) *memo {
 	v, _ := r.memos.LoadOrStore(uid, &memo{})
 	return v.(*memo)
+}
+
+// forgetMemo drops the memo of a MoveOperation that ended or is gone,
+// closing what it holds open.
+func (r *MoveOperationReconciler) forgetMemo(uid types.UID) {
+	if v, ok := r.memos.LoadAndDelete(uid); ok {
+		v.(*memo).close()
+	}
 }
 
 // perClient keeps what a run learnt of a cluster, per client of it: a

@@ -224,7 +224,7 @@ func PathOf(mo *movev1alpha1.MoveOperation) []movev1alpha1.MovePhase {
 func (r *MoveOperationReconciler) reconcilePhase(ctx context.Context, s *scope) (ctrl.Result, error) {
 	spec := specOf(phaseOf(s.mo))
 	if len(spec.stepsOf(s.mo)) == 0 { // Done and Failed: nothing left to do but let go.
-		r.memos.Delete(s.mo.UID)
+		r.forgetMemo(s.mo.UID)
 		return ctrl.Result{}, r.release(ctx, s.mo)
 	}
 	o, err := r.runPhase(ctx, s, spec)
@@ -293,7 +293,7 @@ func (r *MoveOperationReconciler) reconcileDelete(ctx context.Context, s *scope)
 			return ctrl.Result{}, err
 		}
 		s.removeFinalizer = true
-		r.memos.Delete(mo.UID)
+		r.forgetMemo(mo.UID)
 		return ctrl.Result{}, nil
 	case deletionRollsBack:
 		s.fail(movev1alpha1.ReasonDeletedBeforeCompletion,
