@@ -12,6 +12,7 @@ import (
 	"filippo.io/age"
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -200,8 +201,7 @@ func (r *MoveOperationReconciler) archiveSourceStore(ctx context.Context, mo *mo
 
 // validateRestore checks a restore before anything is written: its
 // creator's rights over the spec, the archive (readable, with the key
-// given), the plan of it against this cluster (every kind served at the
-// archive's version, every object restored, nothing in the way), the
+// given), the plan of it against this cluster (checkRestorePlan), the
 // creator's right to create all of it, and the operator's. Every problem
 // is named; those a human fixes outside the MoveOperation are waited for.
 func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope) (outcome, error) {
@@ -233,38 +233,12 @@ func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope)
 		return failWith(movev1alpha1.ReasonArchiveNotRestorable, fmt.Sprintf(
 			"the archive was taken of namespaces %s, which spec.namespaces does not name; a restore restores the whole archive: name them too, or leave spec.namespaces out", strings.Join(outside, ", "))), nil
 	}
-	kinds, err := graph.DiscoverTypes(ctx, r.Source)
-	if err != nil {
-		return outcome{}, fmt.Errorf("discovering the kinds this cluster serves: %w", err)
-	}
-	versions := preflight.StatusOf(rs.Versions(kinds))
-	plan, err := rs.Plan(ctx, kinds)
-	switch {
-	case errors.Is(err, backup.ErrNotServed), errors.Is(err, backup.ErrNotRestorable):
-		mo.Status.Plan = &movev1alpha1.MovePlan{Versions: versions}
-		return failWith(movev1alpha1.ReasonArchiveNotRestorable, err.Error()+"; nothing was written"), nil
-	case err != nil:
-		return outcome{}, err
-	}
-	mo.Status.Plan = plan.Summary()
-	mo.Status.Plan.Versions = versions
-	err = rs.Check(ctx, plan)
-	switch {
-	case errors.Is(err, backup.ErrInTheWay):
-		return failWith(movev1alpha1.ReasonTargetConflict, err.Error()+"; nothing was written"), nil
-	case err != nil:
-		return outcome{}, err
-	}
-	user, err := creator.Of(obj)
-	if err != nil {
-		return failWith(movev1alpha1.ReasonCreatorUnknown, err.Error()), nil
-	}
-	refusal, err := creator.AskRestore(ctx, r.Source, user, plan)
+	plan, kinds, failed, err := r.checkRestorePlan(ctx, s, obj, rs)
 	if err != nil {
 		return outcome{}, err
 	}
-	if refusal != "" {
-		return failWith(movev1alpha1.ReasonCreatorNotAllowed, refusal), nil
+	if failed != nil {
+		return *failed, nil
 	}
 	missing, err := access.Check(ctx, map[movev1alpha1.ClusterRole]client.Client{movev1alpha1.ClusterTarget: r.Source},
 		access.Needs(access.Move{TargetKinds: access.KindsOf(kinds), Namespace: mo.Namespace, ClaimNamespace: r.Claim.Namespace}), access.DefaultConcurrency)
@@ -282,6 +256,55 @@ func (r *MoveOperationReconciler) validateRestore(ctx context.Context, s *scope)
 		mo.Status.RestoredPausesOf = string(mo.UID)
 	}
 	return done(), nil
+}
+
+// checkRestorePlan plans the archive against this cluster (every kind
+// served, at a version the operator can write it at; nothing in the way)
+// and asks whether the creator may create all of it. It returns the plan
+// and the kinds this cluster serves, or the outcome that ends the restore.
+// The plan and the versions go in the status, as a move's do, except to a
+// creator refused: what the archive holds is not shown to someone who may
+// not create it.
+func (r *MoveOperationReconciler) checkRestorePlan(ctx context.Context, s *scope, obj metav1.Object, rs *backup.Restore) (*graph.Plan, *graph.Types, *outcome, error) {
+	mo := s.mo
+	fail := func(reason, message string) (*graph.Plan, *graph.Types, *outcome, error) {
+		o := failWith(reason, message)
+		return nil, nil, &o, nil
+	}
+	kinds, err := graph.DiscoverTypes(ctx, r.Source)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("discovering the kinds this cluster serves: %w", err)
+	}
+	status := &movev1alpha1.MovePlan{Versions: preflight.StatusOf(rs.Versions(kinds))}
+	plan, err := rs.Plan(ctx, kinds)
+	switch {
+	case errors.Is(err, backup.ErrNotServed), errors.Is(err, backup.ErrNotRestorable):
+		mo.Status.Plan = status
+		return fail(movev1alpha1.ReasonArchiveNotRestorable, err.Error()+"; nothing was written")
+	case err != nil:
+		return nil, nil, nil, err
+	}
+	user, err := creator.Of(obj)
+	if err != nil {
+		return fail(movev1alpha1.ReasonCreatorUnknown, err.Error())
+	}
+	refusal, err := creator.AskRestore(ctx, r.Source, user, plan)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if refusal != "" {
+		return fail(movev1alpha1.ReasonCreatorNotAllowed, refusal)
+	}
+	mo.Status.Plan = plan.Summary()
+	mo.Status.Plan.Versions = status.Versions
+	err = rs.Check(ctx, plan)
+	switch {
+	case errors.Is(err, backup.ErrInTheWay):
+		return fail(movev1alpha1.ReasonTargetConflict, err.Error()+"; nothing was written")
+	case err != nil:
+		return nil, nil, nil, err
+	}
+	return plan, kinds, nil, nil
 }
 
 // namespacesNotNamed returns the namespaces the archive was taken of (its

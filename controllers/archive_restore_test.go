@@ -4,6 +4,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"filippo.io/age"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -76,6 +79,29 @@ func TestARestoreBringsTheFleetBackIntoAClusterThatLostIt(t *testing.T) {
 	})
 
 	movetest.AllowRestores(t)
+
+	t.Run("a creator who may not create what the archive holds is refused, and shown nothing of it", func(t *testing.T) {
+		g := NewWithT(t)
+		user := "restorer-" + rand.String(4)
+		grant(t, user, ns, "move-operator-mover")
+		grant(t, user, ns, "edit") // the key's Secret
+		// What the admission policy asks of spec.namespaces (it asks a
+		// restore's creator what it asks a move's source), and nothing
+		// that creates the fleet there.
+		grant(t, user, "", user+"-all-but-create", rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}})
+		spec := movetest.RestoreSpec(location, key)
+		spec.Namespaces = f.Namespaces
+		mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore-not-hers"}, Spec: spec}
+		g.Eventually(func() error { return impersonate(t, user).Create(ctx, mo) }).WithTimeout(10*time.Second).Should(Succeed(), "the policy admits a restore whose key she may read")
+		t.Cleanup(func() { movetest.DeleteMoveOperation(t, mo) })
+		failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
+		g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonCreatorNotAllowed))
+		g.Expect(failed.Status.FailureMessage).To(ContainSubstring(fmt.Sprintf("%q may not create", user)))
+		g.Expect(failed.Status.Plan).To(BeNil(), "a creator refused is not shown what the archive holds")
+		movetest.AssertNothingWritten(g, failed)
+		g.Expect(snapshotOf(ctx, g, opts).Objects).To(BeEmpty(), "nothing of the fleet may be written")
+	})
+
 	mo := movetest.NewMoveOperation(t, ns, "restore", movetest.RestoreSpec(location, key))
 	done, seen := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseDone, 4*time.Minute)
 

@@ -63,18 +63,11 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 		e.Findings = append(e.Findings, found...)
 	}
 	if o, stop := verdict(e.Findings); stop {
-		if e.Plan != nil {
-			// Shown even when a check fails: what the move would take and
-			// what it would leave out is what the user needs to decide.
-			mo.Status.Plan = e.Plan.Summary()
-			mo.Status.Plan.GitOps = e.GitOps
-		}
-		if e.KindVersions != nil {
-			// And the versions, which say which kind the target refuses.
-			if mo.Status.Plan == nil {
-				mo.Status.Plan = &movev1alpha1.MovePlan{}
-			}
-			mo.Status.Plan.Versions = preflight.StatusOf(e.KindVersions)
+		// Shown even when a check fails: what the move would take and
+		// what it would leave out, and which kind the target refuses, is
+		// what the user needs to decide.
+		if p := planStatus(e); p != nil {
+			mo.Status.Plan = p
 		}
 		return o, nil
 	}
@@ -89,13 +82,31 @@ func (r *MoveOperationReconciler) reconcileValidating(ctx context.Context, s *sc
 			r.event(mo, "Warning", w.Reason, string(movev1alpha1.PhaseValidating), w.Message)
 		}
 	}
-	mo.Status.Plan = e.Plan.Summary()
-	mo.Status.Plan.GitOps = e.GitOps
-	// The decision Copying writes every object by (see recordPlan).
-	mo.Status.Plan.Versions = preflight.StatusOf(e.KindVersions)
+	// The versions in it are the decision Copying writes every object by
+	// (see recordPlan).
+	mo.Status.Plan = planStatus(e)
 	mo.Status.Progress = &movev1alpha1.MoveProgress{Total: int32(e.Plan.Len())}
 	r.memoOf(mo.UID).reset()
 	return done(), nil
+}
+
+// planStatus is what the status shows of the checks' plan: what the move
+// takes and leaves out, the GitOps managers it suspends, and the version
+// each kind is read and written at; nil when the checks hold none (a
+// creator refused is shown nothing of the source).
+func planStatus(e *preflight.Env) *movev1alpha1.MovePlan {
+	var p *movev1alpha1.MovePlan
+	if e.Plan != nil {
+		p = e.Plan.Summary()
+		p.GitOps = e.GitOps
+	}
+	if e.KindVersions != nil {
+		if p == nil {
+			p = &movev1alpha1.MovePlan{}
+		}
+		p.Versions = preflight.StatusOf(e.KindVersions)
+	}
+	return p
 }
 
 // creatorPolicy is the admission policy that checks a MoveOperation's
