@@ -84,6 +84,9 @@ func (r *BackupScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Client.List(ctx, backups, client.InNamespace(bs.Namespace), client.MatchingLabels{movev1alpha1.BackupScheduleLabel: bs.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the backups of BackupSchedule %s: %w", req.NamespacedName, err)
 	}
+	// Its backups are those it controls: a label alone, which anyone who
+	// may edit a MoveOperation can write, does not make one.
+	backups.Items = slices.DeleteFunc(backups.Items, func(mo movev1alpha1.MoveOperation) bool { return !metav1.IsControlledBy(&mo, bs) })
 	h := historyOf(backups.Items)
 	r.reportFailures(bs, h)
 	if err := r.prune(ctx, bs, h); err != nil {
@@ -204,6 +207,17 @@ func (r *BackupScheduleReconciler) reclaimArchive(ctx context.Context, bs *movev
 	}
 	if r.ArchiveStore == nil {
 		return errors.New("the operator was started without a way to reach archive stores")
+	}
+	// Only an archive the schedule's own backup wrote: one the operator
+	// created (the admission policy keeps anyone else from writing its
+	// name as the creator), so that nobody has another's archive removed
+	// by handing their MoveOperation to a schedule.
+	me, err := identity.WhoAmI(ctx, r.Self)
+	if err != nil {
+		return err
+	}
+	if by, err := creator.Of(mo); err != nil || by.Name != me.Username {
+		return fmt.Errorf("the schedule did not take this backup (the operator is not its creator), so its archive is left where it is; delete the MoveOperation yourself")
 	}
 	store, err := r.ArchiveStore(ctx, mo)
 	if err != nil {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/backupstore"
@@ -419,4 +421,56 @@ func TestASchedulePrunesTheArchivesOfTheBackupsItPrunes(t *testing.T) {
 		t.Errorf("a file outside the archive directory was removed: %v", err)
 	}
 	expectEvent(t, rec, movev1alpha1.ReasonArchiveNotReclaimed)
+
+	// Backups the schedule did not take: one that only carries its label,
+	// and one handed to it (controlled by it) that the operator did not
+	// create. Neither has its archive removed.
+	for _, handed := range []bool{false, true} {
+		name := fmt.Sprintf("not-taken-%t", handed)
+		location := filepath.Join(dir, name)
+		if err := os.WriteFile(location, []byte("archive"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The one handed to the schedule is its oldest (the first to
+		// prune); the one labelled only, its newest (what its status would
+		// name, were it counted).
+		due := "2026-12-05T03:00:00Z"
+		if handed {
+			due = "2026-11-01T02:00:00Z"
+		}
+		mo := movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: name,
+			Labels:      map[string]string{movev1alpha1.BackupScheduleLabel: "nightly"},
+			Annotations: map[string]string{movev1alpha1.CreatedByAnnotation: "mallory", movev1alpha1.ScheduledTimeAnnotation: due}}}
+		if handed {
+			if err := controllerutil.SetControllerReference(latest, &mo, c.Scheme()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Create(ctx, &mo); err != nil {
+			t.Fatal(err)
+		}
+		end(t, c, mo, movev1alpha1.PhaseDone, now)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&mo), &mo); err != nil {
+			t.Fatal(err)
+		}
+		mo.Status.Archive.Location = location
+		if err := c.Update(ctx, &mo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcile()
+	if !exists("not-taken-false") || !exists("not-taken-true") {
+		t.Errorf("the archive of a backup the schedule did not take was removed: labelled only %t, handed to it %t", exists("not-taken-false"), exists("not-taken-true"))
+	}
+	if names := kept(); !slices.Contains(names, "not-taken-false") || !slices.Contains(names, "not-taken-true") {
+		t.Errorf("kept %v: a backup the schedule did not take is neither pruned nor deleted", names)
+	}
+	expectEvent(t, rec, movev1alpha1.ReasonArchiveNotReclaimed)
+	latest = &movev1alpha1.BackupSchedule{}
+	if err := c.Get(ctx, req.NamespacedName, latest); err != nil {
+		t.Fatal(err)
+	}
+	if last := latest.Status.LastSuccessfulBackup; last == nil || last.Name != fifth {
+		t.Errorf("the schedule's last successful backup is %+v, want %s: a MoveOperation carrying its label is not one of its backups", last, fifth)
+	}
 }
