@@ -12,9 +12,11 @@
 // `go install sigs.k8s.io/cluster-api-operator/cmd@<version>`, built with
 // the dependencies its own go.mod pins, cached outside the work tree) as a
 // process against a local cluster while its Deployment has a Ready pod, as
-// a kubelet would run its container: SIGTERM when the pod terminates, and
-// the pod held (a finalizer) until the process has exited. A move's scale
-// to zero stops it exactly as it stops the real thing in a real cluster.
+// a kubelet would run its container (package podprocess, which runs
+// Cluster API's released managers too): SIGTERM when the pod terminates,
+// and the pod held (a finalizer) until the process has exited. A move's
+// scale to zero stops it exactly as it stops the real thing in a real
+// cluster.
 //
 // What it needs, found by trying (v0.29.0, Kubernetes 1.36 local clusters):
 //
