@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +13,6 @@ import (
 	"filippo.io/age"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -24,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
-	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/cloud"
 	"github.com/move-operator/move-operator/test/devfleet"
 	"github.com/move-operator/move-operator/test/fleet"
@@ -146,7 +142,10 @@ func TestTheFleetOfALostManagementClusterComesBackFromItsBackup(t *testing.T) {
 	restorer, err := mover.StartOperatorIn(startCtx, env.Target, env.Source, root, t.TempDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = restorer.Stop() })
-	allowRestoresIn(ctx, t, env.Target, restorer)
+	ns, sa := restorer.ServiceAccount()
+	unbind, err := installed.AllowRestores(ctx, env.Target.Config, root, ns, sa)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(unbind)
 	secret(ctx, g, env.Target, restorer.Namespace(), "restore-key", map[string][]byte{"identity": []byte(key.String())}, "")
 	secret(ctx, g, env.Target, restorer.Namespace(), "registry", map[string][]byte{corev1.DockerConfigJsonKey: dockerConfig}, corev1.SecretTypeDockerConfigJson)
 	targetWrites := len(env.Target.CAPI.Writes())
@@ -221,28 +220,6 @@ func TestTheFleetOfALostManagementClusterComesBackFromItsBackup(t *testing.T) {
 func secret(ctx context.Context, g Gomega, m *testenv.Management, namespace, name string, data map[string][]byte, typ corev1.SecretType) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: data, Type: typ}
 	g.Expect(m.Client.Create(ctx, s)).To(Succeed())
-}
-
-// allowRestoresIn gives the operator installed in m a target's rights
-// there, as docs/disaster-recovery.md says: the ClusterRole of
-// dist/target-access.yaml bound to its ServiceAccount.
-func allowRestoresIn(ctx context.Context, t *testing.T, m *testenv.Management, op *mover.Operator) {
-	t.Helper()
-	g := NewWithT(t)
-	root, err := testenv.RepositoryRoot("go test ./test/livecontrollers/")
-	g.Expect(err).NotTo(HaveOccurred())
-	manifest, err := os.ReadFile(filepath.Join(root, installed.TargetAccessPath))
-	g.Expect(err).NotTo(HaveOccurred())
-	_, _, err = targetaccess.Grant(ctx, m.Config, manifest, targetaccess.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns, sa := op.ServiceAccount()
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "move-operator-restore-" + rand.String(4)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "move-operator-target"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
-	}
-	g.Expect(m.Client.Create(ctx, crb)).To(Succeed())
-	t.Cleanup(func() { _ = m.Client.Delete(context.Background(), crb) })
 }
 
 // workloadNodes are the Nodes of the namespaces' Machines, by name, with

@@ -4,17 +4,12 @@ package movetest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"filippo.io/age"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
-	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/installed"
 	"github.com/move-operator/move-operator/test/testenv"
 )
@@ -57,25 +52,13 @@ func RestoreSpec(location string, identity *movev1alpha1.SecretKeyReference) mov
 // until the test ends.
 func AllowRestores(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
 	root, err := testenv.RepositoryRoot("go test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest, err := os.ReadFile(filepath.Join(root, installed.TargetAccessPath))
+	undo, err := installed.AllowRestores(context.Background(), Env.Source.Config, root, OperatorIdentity.Namespace, OperatorIdentity.ServiceAccount)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := targetaccess.Grant(ctx, Env.Source.Config, manifest, targetaccess.Options{}); err != nil {
-		t.Fatalf("applying the target's access in the source: %v", err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "move-operator-restore-" + rand.String(4)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "move-operator-target"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: OperatorIdentity.Namespace, Name: OperatorIdentity.ServiceAccount}},
-	}
-	if err := Env.Source.Client.Create(ctx, crb); err != nil {
-		t.Fatalf("binding the target's role to the operator: %v", err)
-	}
-	t.Cleanup(func() { _ = Env.Source.Client.Delete(context.Background(), crb) })
+	t.Cleanup(undo)
 }

@@ -12,7 +12,6 @@ import (
 
 	"filippo.io/age"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
-	"github.com/move-operator/move-operator/internal/targetaccess"
 	"github.com/move-operator/move-operator/test/capiprovider"
 	"github.com/move-operator/move-operator/test/fleet"
 	"github.com/move-operator/move-operator/test/installed"
@@ -291,7 +289,8 @@ func (l *lab) operatorBackup(ctx context.Context, lost *testenv.Management, f *f
 			return fmt.Errorf("installing the operator in the target: %w", err)
 		}
 		defer func() { _ = restorer.Stop() }()
-		unbind, err := allowRestores(ctx, l.env.Target, l.root, restorer)
+		ns, sa := restorer.ServiceAccount()
+		unbind, err := installed.AllowRestores(ctx, l.env.Target.Config, l.root, ns, sa)
 		if err != nil {
 			return err
 		}
@@ -334,30 +333,6 @@ func (k *drillKit) secrets(ctx context.Context, m *testenv.Management, namespace
 		}
 	}
 	return nil
-}
-
-// allowRestores gives the operator installed in m a target's rights
-// there, as docs/disaster-recovery.md says: the ClusterRole of
-// dist/target-access.yaml bound to its ServiceAccount. It returns the
-// binding's removal.
-func allowRestores(ctx context.Context, m *testenv.Management, root string, op *mover.Operator) (func(), error) {
-	manifest, err := os.ReadFile(filepath.Join(root, installed.TargetAccessPath))
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := targetaccess.Grant(ctx, m.Config, manifest, targetaccess.Options{}); err != nil {
-		return nil, fmt.Errorf("applying the target's access in %s: %w", m.Name, err)
-	}
-	ns, sa := op.ServiceAccount()
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "move-operator-restore-" + rand.String(4)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "move-operator-target"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
-	}
-	if err := m.Client.Create(ctx, crb); err != nil {
-		return nil, fmt.Errorf("binding move-operator-target to the operator in %s: %w", m.Name, err)
-	}
-	return func() { _ = m.Client.Delete(context.Background(), crb) }, nil
 }
 
 // subdir is a directory of the lab's work directory, made.
