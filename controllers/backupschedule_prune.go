@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -65,6 +66,9 @@ func (r *BackupScheduleReconciler) prune(ctx context.Context, bs *movev1alpha1.B
 	return nil
 }
 
+// archiveRemovalTimeout bounds the removal of one pruned backup's archive.
+const archiveRemovalTimeout = time.Minute
+
 // reclaimArchive removes the archive of a backup the schedule prunes, as
 // its archiveReclaimPolicy says: nothing for a backup that recorded none
 // (a failed one discarded its own).
@@ -86,6 +90,10 @@ func (r *BackupScheduleReconciler) reclaimArchive(ctx context.Context, bs *movev
 	if by, err := creator.Of(mo); err != nil || by.Name != me.Username {
 		return fmt.Errorf("the schedule did not take this backup (the operator is not its creator), so its archive is left where it is; delete the MoveOperation yourself")
 	}
+	// A registry that does not answer holds up this schedule's pruning,
+	// not its reconciles: the removal is tried again at the next one.
+	ctx, cancel := context.WithTimeout(ctx, archiveRemovalTimeout)
+	defer cancel()
 	store, err := r.ArchiveStore(ctx, mo)
 	if err != nil {
 		return err

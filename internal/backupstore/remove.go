@@ -51,7 +51,7 @@ func (o OCI) Remove(ctx context.Context, location string) error {
 	if err != nil {
 		return fmt.Errorf("%s is not an archive's location pinned by digest (repository@sha256:...): %w", location, err)
 	}
-	if ref.Context().String() != mustRepository(o.Repository, o.nameOptions()...) {
+	if ref.Context().String() != repositoryName(o.Repository, o.nameOptions()...) {
 		return fmt.Errorf("%s is not an archive of %s: nothing of another repository is removed", location, o.Repository)
 	}
 	err = remote.Delete(ref, o.remoteOptions(ctx)...)
@@ -67,10 +67,10 @@ func (o OCI) Remove(ctx context.Context, location string) error {
 	return registryError("removing "+location, err)
 }
 
-// mustRepository is repository as go-containerregistry names it (the
+// repositoryName is repository as go-containerregistry names it (the
 // default registry made explicit), or repository itself when it does not
 // parse (and so matches no parsed reference).
-func mustRepository(repository string, opts ...name.Option) string {
+func repositoryName(repository string, opts ...name.Option) string {
 	r, err := name.NewRepository(repository, opts...)
 	if err != nil {
 		return repository
