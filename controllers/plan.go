@@ -39,8 +39,8 @@ func (r *MoveOperationReconciler) planSource() planner.Source {
 // recordPlan returns the plan Copying creates: the recorded one when there
 // is one (a restarted operator), otherwise the plan of the source as it is
 // now, with the versions Validating decided the target takes each kind at
-// (decideTargetVersions), recorded before anything is copied. Now is after the providers of
-// both clusters are gone and only the operator gets past their webhooks:
+// (decideTargetVersions), recorded before anything is copied. Now is after
+// the providers of both clusters are gone and only the operator gets past their webhooks:
 // the set can no longer grow by their objects. The creator is asked again
 // about that plan, which may hold objects the plan Validating checked did
 // not. The target is checked again at that moment; what it holds already
