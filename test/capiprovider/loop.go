@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"reflect"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -25,7 +27,9 @@ import (
 // The "loop" infrastructure provider exists only in tests: its machines are
 // simulated, nothing is provisioned. It follows the Cluster API v1beta2
 // infrastructure contract, so everything that handles real providers
-// generically (clusterctl's object graph, the move engine) handles it too,
+// generically (clusterctl's object graph, the move engine) handles it too
+// (and the v1beta1 contract of Cluster API v1.10 on request, see
+// loopprovider.ContractV1Beta1),
 // and it brings what real providers bring to a move: a cluster-scoped identity
 // labelled for move-hierarchy, a Secret in the provider's namespace, and a
 // validating webhook served by the provider's own Deployment.
@@ -45,6 +49,31 @@ const (
 	LoopMachinePoolKind     = loopprovider.MachinePoolKind
 	LoopClusterIdentityKind = loopprovider.ClusterIdentityKind
 )
+
+// LoopCRDs returns the loop provider's CRDs as its release manifests hold
+// them, labelled as clusterctl labels them: for a cluster whose Cluster API
+// is installed otherwise (package capirelease), to which a test adds the
+// provider's controllers itself.
+func LoopCRDs() ([]*unstructured.Unstructured, error) {
+	loopFS, err := fs.Sub(loopConfig, "loopconfig")
+	if err != nil {
+		return nil, err
+	}
+	objs, err := render(loopFS, "crd")
+	if err != nil {
+		return nil, fmt.Errorf("rendering the loop provider's CRDs: %w", err)
+	}
+	for _, o := range objs {
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[clusterctlv1.ClusterctlLabel] = ""
+		labels["cluster.x-k8s.io/provider"] = clusterctlv1.ManifestLabel("loop", clusterctlv1.InfrastructureProviderType)
+		o.SetLabels(labels)
+	}
+	return objs, nil
+}
 
 // LoopProviderIDPrefix starts every providerID of a simulated machine.
 const LoopProviderIDPrefix = loopprovider.ProviderIDPrefix

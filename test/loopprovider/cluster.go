@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/cluster-api/util"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -14,7 +14,7 @@ type clusterReconciler struct {
 }
 
 func (r *clusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	lc, _, _, err := fetch(ctx, r.base, ClusterKind, req, util.GetOwnerCluster)
+	lc, _, _, err := fetch(ctx, r.base, ClusterKind, req, ownerOf[clusterv1.Cluster](r.base, "Cluster"))
 	if lc == nil || err != nil {
 		return ctrl.Result{}, err
 	}
@@ -33,7 +33,7 @@ func (r *clusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		status[i] = map[string]any{"name": d, "controlPlane": i == 0}
 	}
 	fields := map[string]any{statusInitialization: map[string]any{"provisioned": true}}
-	if len(status) > 0 {
+	if len(status) > 0 && !r.v1beta1() {
 		fields["failureDomains"] = status
 	}
 	return ctrl.Result{}, r.patchStatus(ctx, lc, fields, ready())

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,14 +26,23 @@ import (
 // provisioned, which they wait for.
 func (b base) watch(ctx context.Context, mgr ctrl.Manager, co controller.Options,
 	kind string, r reconcile.Reconciler, owner client.Object, ownerToLoop handler.MapFunc) error {
+	watchedOwner, err := b.watched(owner)
+	if err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", kind, err)
+	}
 	bld := ctrl.NewControllerManagedBy(mgr).
 		Named(strings.ToLower(kind)).
 		For(newObject(kind), builder.WithPredicates(b.notPaused())).
 		WithOptions(co).
-		Watches(owner, handler.EnqueueRequestsFromMapFunc(ownerToLoop))
+		Watches(watchedOwner, handler.EnqueueRequestsFromMapFunc(b.onHub(owner, ownerToLoop)))
 	if _, ownedByCluster := owner.(*clusterv1.Cluster); !ownedByCluster {
-		bld = bld.Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(b.clusterToLoop(kind)),
-			builder.WithPredicates(predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), ctrl.LoggerFrom(ctx))))
+		cluster, err := b.watched(&clusterv1.Cluster{})
+		if err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", kind, err)
+		}
+		bld = bld.Watches(cluster, handler.EnqueueRequestsFromMapFunc(b.clusterToLoop(kind)),
+			builder.WithPredicates(b.hubPredicate(ctx, &clusterv1.Cluster{},
+				predicates.ClusterPausedTransitionsOrInfrastructureProvisioned(mgr.GetScheme(), ctrl.LoggerFrom(ctx)))))
 	}
 	counted := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		defer b.opts.Activity.begin(kind, req)()
@@ -84,7 +92,7 @@ func fetch[T any, O interface {
 	}
 	cluster, ownedByCluster := any(owner).(*clusterv1.Cluster)
 	if !ownedByCluster {
-		cluster, err = util.GetClusterFromMetadata(ctx, b.client, metav1.ObjectMeta{Namespace: owner.GetNamespace(), Labels: owner.GetLabels()})
+		cluster, err = b.clusterOf(ctx, owner.GetNamespace(), owner.GetLabels())
 		if err != nil {
 			return nil, nil, nil, client.IgnoreNotFound(err)
 		}

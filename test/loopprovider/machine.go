@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/cluster-api/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,7 +24,7 @@ type machineReconciler struct {
 func vmName(namespace, name string) string { return namespace + "/" + name }
 
 func (r *machineReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	lm, machine, cluster, err := fetch(ctx, r.base, MachineKind, req, util.GetOwnerMachine)
+	lm, machine, cluster, err := fetch(ctx, r.base, MachineKind, req, ownerOf[clusterv1.Machine](r.base, "Machine"))
 	if lm == nil || err != nil {
 		return ctrl.Result{}, err
 	}

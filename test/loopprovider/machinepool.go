@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/cluster-api/util"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,7 +22,7 @@ type machinePoolReconciler struct {
 }
 
 func (r *machinePoolReconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	lmp, mp, cluster, err := fetch(ctx, r.base, MachinePoolKind, req, util.GetOwnerMachinePool)
+	lmp, mp, cluster, err := fetch(ctx, r.base, MachinePoolKind, req, ownerOf[clusterv1.MachinePool](r.base, "MachinePool"))
 	if lmp == nil || err != nil {
 		return ctrl.Result{}, err
 	}

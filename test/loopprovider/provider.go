@@ -60,6 +60,9 @@ type Options struct {
 	Switches *Switches
 	// Activity, if set, counts the reconciles.
 	Activity *Activity
+	// Contract is the Cluster API contract to follow, the one of the
+	// Cluster API the provider runs beside. Default ContractV1Beta2.
+	Contract Contract
 }
 
 // Switches change the provider's behaviour while it runs. The zero value is
@@ -151,6 +154,13 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options, co co
 	}
 	if opts.Switches == nil {
 		opts.Switches = &Switches{}
+	}
+	switch opts.Contract {
+	case "":
+		opts.Contract = ContractV1Beta2
+	case ContractV1Beta1, ContractV1Beta2:
+	default:
+		return fmt.Errorf("setting up the loop provider: contract %q is neither %s nor %s", opts.Contract, ContractV1Beta1, ContractV1Beta2)
 	}
 	b := base{client: mgr.GetClient(), opts: opts}
 	controllers := []struct {

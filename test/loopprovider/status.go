@@ -37,6 +37,7 @@ func (b base) patchStatus(ctx context.Context, obj *unstructured.Unstructured, f
 	if status == nil {
 		status = map[string]any{}
 	}
+	b.contractStatus(fields)
 	for k, v := range fields {
 		status[k] = v
 	}
