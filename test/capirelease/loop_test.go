@@ -5,6 +5,7 @@ package capirelease_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,33 +38,7 @@ func TestTheLoopProviderProvisionsForClusterAPIV1_10UnderTheV1beta1Contract(t *t
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	crds, err := capiprovider.LoopCRDs()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, crd := range crds {
-		g.Expect(crd.GetLabels()).To(HaveKeyWithValue("cluster.x-k8s.io/v1beta1", "v1alpha1"), crd.GetName())
-	}
-	g.Expect(capiprovider.ApplyInPhases(ctx, cl, crds)).To(Succeed())
-
-	vms := cloud.New()
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
-		Scheme:                 loopprovider.NewScheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(loopprovider.SetupWithManager(ctx, mgr, loopprovider.Options{
-		Cloud: vms, ManagementCluster: cluster.Name, Contract: loopprovider.ContractV1Beta1,
-	}, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
-	mgrCtx, stopMgr := context.WithCancel(ctx)
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() {
-		stopMgr()
-		if err := <-mgrDone; err != nil {
-			t.Errorf("the loop provider's manager: %v", err)
-		}
-	})
+	vms := startLoopProvider(t, ctx)
 
 	ns := newNamespace(t, "loop")
 	for _, o := range loopFleet(t, ns) {
@@ -102,6 +77,53 @@ func TestTheLoopProviderProvisionsForClusterAPIV1_10UnderTheV1beta1Contract(t *t
 	g.Expect(found).To(HaveLen(1), "the VM the loop provider created")
 	g.Expect(found[0].Power).To(Equal(cloud.PoweredOn))
 	t.Logf("Cluster API %s provisioned Machine %s on the loop provider's VM %s (v1beta1 contract)", inst.Version, machine.GetName(), found[0].ID)
+}
+
+// loopCRDs installs the loop provider's CRDs once for the package.
+var (
+	loopCRDs    sync.Once
+	loopCRDsErr error
+)
+
+// startLoopProvider installs the loop provider's CRDs (once) and runs its
+// controllers under the v1beta1 contract, in this process, until the test
+// ends; it returns their cloud.
+func startLoopProvider(t *testing.T, ctx context.Context) *cloud.Cloud {
+	t.Helper()
+	g := NewWithT(t)
+	loopCRDs.Do(func() {
+		crds, err := capiprovider.LoopCRDs()
+		if err == nil {
+			for _, crd := range crds {
+				g.Expect(crd.GetLabels()).To(HaveKeyWithValue("cluster.x-k8s.io/v1beta1", "v1alpha1"), crd.GetName())
+			}
+			err = capiprovider.ApplyInPhases(ctx, cl, crds)
+		}
+		loopCRDsErr = err
+	})
+	g.Expect(loopCRDsErr).NotTo(HaveOccurred(), "installing the loop provider's CRDs")
+
+	vms := cloud.New()
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+		Scheme:                 loopprovider.NewScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(loopprovider.SetupWithManager(ctx, mgr, loopprovider.Options{
+		Cloud: vms, ManagementCluster: cluster.Name, Contract: loopprovider.ContractV1Beta1,
+	}, controller.Options{SkipNameValidation: ptr.To(true)})).To(Succeed())
+	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() {
+		stopMgr()
+		if err := <-mgrDone; err != nil {
+			t.Errorf("the loop provider's manager: %v", err)
+		}
+	})
+	return vms
 }
 
 // loopFleet is a v1beta1 Cluster "loop" on the loop provider, with a

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -195,7 +196,7 @@ func (s *Server) AddNode(ctx context.Context, n Node) error {
 	condition := func(t corev1.NodeConditionType, status corev1.ConditionStatus, reason string) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: t, Status: status, Reason: reason, LastHeartbeatTime: now, LastTransitionTime: now}
 	}
-	node.Status = corev1.NodeStatus{
+	status := corev1.NodeStatus{
 		Conditions: []corev1.NodeCondition{
 			condition(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory"),
 			condition(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure"),
@@ -205,7 +206,16 @@ func (s *Server) AddNode(ctx context.Context, n Node) error {
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}, {Type: corev1.NodeHostName, Address: n.Name}},
 		NodeInfo:  n.Info,
 	}
-	if err := s.Client.Status().Update(ctx, node); err != nil {
+	// A Machine controller that already watches the workload cluster may
+	// label or annotate the new Node before its status is written, as it
+	// may a real kubelet's: the kubelet's write is retried, not dropped.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		node.Status = status
+		return s.Client.Status().Update(ctx, node)
+	}); err != nil {
 		return fmt.Errorf("writing the status of workload Node %s: %w", n.Name, err)
 	}
 	if !n.ControlPlane {
