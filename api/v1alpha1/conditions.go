@@ -72,10 +72,16 @@ const (
 	ReasonInvalidSelector = "InvalidSelector"
 	// ReasonCRDMismatch: a CRD to move is missing in the target, or stored
 	// there at another version the operator does not convert its objects to
-	// (a provider's kind, or a version older than the source's), or holds
+	// (a provider's kind, or versions Cluster API's code does not convert), or holds
 	// objects in more than one stored version (status.plan.versions names
 	// each kind and why).
 	ReasonCRDMismatch = "CRDMismatch"
+	// ReasonFieldsNotInOlderVersion: the target stores a Cluster API kind
+	// at an older version than the source (a move back into an older
+	// Cluster API), and objects to move hold in their spec or metadata
+	// fields that version cannot hold; the message names each kind,
+	// object and field.
+	ReasonFieldsNotInOlderVersion = "FieldsNotInOlderVersion"
 	// ReasonProviderMissing: a provider installed in the source is not
 	// installed in the target, or is older there (clusterctl move's rule).
 	ReasonProviderMissing = "ProviderMissing"

@@ -661,7 +661,11 @@ type KindVersion struct {
 	// None when both clusters store the kind at one version; ToNewer when
 	// the target stores a newer version of a Cluster API kind (an older
 	// Cluster API moved into a newer one), and the operator converts each
-	// object with Cluster API's own conversion code, statuses included.
+	// object with Cluster API's own conversion code, statuses included;
+	// ToOlder when the target stores an older version of a Cluster API kind
+	// (a newer Cluster API moved back into an older one), converted the
+	// same way, and the move is refused before anything stops when an
+	// object holds in its spec or metadata what the older version cannot.
 	// Empty when the target cannot take the kind.
 	// +optional
 	Conversion KindConversion `json:"conversion,omitempty"`
@@ -678,7 +682,7 @@ type KindVersion struct {
 
 // KindConversion is how a move gets the objects of one kind from the
 // version the source stores them at to the version the target does.
-// +kubebuilder:validation:Enum=None;ToNewer
+// +kubebuilder:validation:Enum=None;ToNewer;ToOlder
 type KindConversion string
 
 const (
@@ -688,6 +692,11 @@ const (
 	// API kind, and the operator converts each object with Cluster API's
 	// own conversion code.
 	ConversionToNewer KindConversion = "ToNewer"
+	// ConversionToOlder: the target stores an older version of a Cluster
+	// API kind, and the operator converts each object back with Cluster
+	// API's own conversion code, once no object holds in its spec or
+	// metadata a field the older version cannot hold.
+	ConversionToOlder KindConversion = "ToOlder"
 )
 
 // KindRefusal is why a target cannot take the objects of one kind.
@@ -698,7 +707,8 @@ const (
 	// RefusalNotInTarget: the target does not serve the kind at all.
 	RefusalNotInTarget KindRefusal = "NotInTarget"
 	// RefusalOlderInTarget: the target stores an older version than the
-	// source, and the operator does not convert the kind's objects to it.
+	// source, and the operator does not convert the kind's objects to it
+	// (a provider's kind, or versions Cluster API's code does not convert).
 	RefusalOlderInTarget KindRefusal = "OlderInTarget"
 	// RefusalNewerInTarget: the target stores a newer version than the
 	// source, and the operator has no conversion between the two.
