@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -224,13 +225,19 @@ type referenceVersionsKey struct{}
 // installReferenceVersions points Cluster API's conversion packages, whose
 // way back asks a process-wide function for the versions of referenced
 // kinds, at the ReferenceVersions of each Convert call, carried in its
-// context. It runs at the first conversion to an older version, not
-// before, and replaces what the process had set: a process that also
-// serves Cluster API's conversion webhooks (a test harness) must not
-// convert back here.
+// context; a conversion that is not Convert's (Cluster API's conversion
+// webhooks served in the same process) is answered by what
+// SetWebhookReferenceVersions gave. It runs at the first conversion to an
+// older version, or at SetWebhookReferenceVersions, and replaces what the
+// process had set with Cluster API's own setters.
 var installReferenceVersions = sync.OnceFunc(func() {
 	getter := func(ctx context.Context, gk schema.GroupKind) (string, error) {
-		refs, _ := ctx.Value(referenceVersionsKey{}).(ReferenceVersions)
+		refs, isConvert := ctx.Value(referenceVersionsKey{}).(ReferenceVersions)
+		if !isConvert {
+			if webhooks := webhookReferenceVersions.Load(); webhooks != nil {
+				return (*webhooks)(ctx, gk)
+			}
+		}
 		if refs == nil {
 			return "", fmt.Errorf("the API version of the referenced kind %s is needed to convert back, and none was given (convert.ReferenceVersions)", kindString(gk))
 		}
@@ -239,6 +246,22 @@ var installReferenceVersions = sync.OnceFunc(func() {
 	coreconversion.SetAPIVersionGetter(getter)
 	controlplaneconversion.SetAPIVersionGetter(getter)
 })
+
+// webhookReferenceVersions answers the conversions back that are not
+// Convert's (see SetWebhookReferenceVersions).
+var webhookReferenceVersions atomic.Pointer[ReferenceVersions]
+
+// SetWebhookReferenceVersions is, for a process that serves Cluster API's
+// conversion webhooks itself (a test harness) and converts with Convert
+// too, what Cluster API's SetAPIVersionGetter is for a provider's manager:
+// the webhooks' conversions back ask f for the versions of referenced
+// kinds, and Convert's ask the ReferenceVersions each call is given. Such a
+// process must call it instead of Cluster API's setters, which the first
+// conversion back here would replace.
+func SetWebhookReferenceVersions(f ReferenceVersions) {
+	webhookReferenceVersions.Store(&f)
+	installReferenceVersions()
+}
 
 // UnsupportedError says Convert has no code for a kind, or for a pair of
 // its versions.

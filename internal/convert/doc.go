@@ -26,7 +26,8 @@
 // Cluster API's conversion packages ask a process-wide function for those
 // versions: the first conversion back points it at the ReferenceVersions of
 // each call, so a process that also serves Cluster API's conversion webhooks
-// in-process (a test harness) must not convert back here.
+// in-process (a test harness) gives the webhooks' answer to
+// SetWebhookReferenceVersions rather than to Cluster API's setters.
 //
 // Convert and Lost are safe for concurrent use; they only read.
 package convert

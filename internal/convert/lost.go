@@ -41,6 +41,23 @@ const DataAnnotation = "cluster.x-k8s.io/conversion-data"
 // KubeadmConfig's spec.useExperimentalRetryJoin), as an upgrade in place
 // drops them.
 func Lost(ctx context.Context, obj *unstructured.Unstructured, version string) ([]string, error) {
+	return LostIn(ctx, obj, version, nil)
+}
+
+// Prune removes from an object, at the older version a move back writes it
+// at, what the cluster it goes to would not store: the fields its CRD's
+// schema for that version does not have, which its API server drops
+// without a word.
+type Prune func(older *unstructured.Unstructured) error
+
+// LostIn is Lost for a cluster whose CRD may not have every field of the
+// older version's Go type in Cluster API's code (Cluster API adds fields
+// to v1beta1 after the release that stores it: v1.10's MachineHealthCheck
+// has no spec.unhealthyMachineConditions, v1.14's v1beta1 type does):
+// prune, when not nil, drops from the object converted back what that
+// cluster's schema does not hold, before it converts up again. The paths
+// are still the newer version's.
+func LostIn(ctx context.Context, obj *unstructured.Unstructured, version string, prune Prune) ([]string, error) {
 	gvk := obj.GroupVersionKind()
 	if gvk.Version == version {
 		return nil, nil
@@ -60,6 +77,11 @@ func Lost(ctx context.Context, obj *unstructured.Unstructured, version string) (
 	annotations := older.GetAnnotations()
 	delete(annotations, DataAnnotation)
 	older.SetAnnotations(annotations)
+	if prune != nil {
+		if err := prune(older); err != nil {
+			return nil, fmt.Errorf("pruning %s at %s as the cluster it goes to stores it: %w", describe(obj), version, err)
+		}
+	}
 	back, err := Convert(ctx, older, gvk.Version, nil)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s back to %s: %w", describe(obj), gvk.Version, err)

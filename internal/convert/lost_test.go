@@ -80,6 +80,25 @@ func TestLostGoingBack(t *testing.T) {
 		})
 	}
 
+	t.Run("what the cluster it goes to prunes at the older version cannot go back either, named by its newer path", func(t *testing.T) {
+		mhc := up(t, fixture(t, "MachineHealthCheck", "prod-md-0-unhealthy"))
+		// As Cluster API v1.10's CRD, which has no such v1beta1 field.
+		prune := func(older *unstructured.Unstructured) error {
+			unstructured.RemoveNestedField(older.Object, "spec", "unhealthyMachineConditions")
+			return nil
+		}
+		lost, err := convert.LostIn(context.Background(), mhc, "v1beta1", prune)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"spec.checks.unhealthyMachineConditions"}, lost); diff != "" {
+			t.Errorf("LostIn (-want +got):\n%s", diff)
+		}
+		if lost, _ := convert.Lost(context.Background(), mhc, "v1beta1"); len(lost) > 0 {
+			t.Errorf("Lost = %v, want none: v1.14's v1beta1 type holds the field", lost)
+		}
+	})
+
 	t.Run("what cannot go back is asked of the v1beta2 object, not of the v1beta1 one", func(t *testing.T) {
 		_, err := convert.Lost(context.Background(), fixture(t, "Machine", "prod-md-0-7b9c4-xk2lp"), "v1beta2")
 		if err == nil || !strings.Contains(err.Error(), "checked from v1beta2") {

@@ -32,9 +32,7 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	controlplaneadmission "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks/admission"
-	controlplaneconversion "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks/conversion"
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
-	coreconversion "sigs.k8s.io/cluster-api/core/webhooks/conversion"
 	"sigs.k8s.io/cluster-api/feature"
 	infrav1beta1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta1" //nolint:staticcheck // still served: the conversion webhooks convert from it, as in a release
 	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
@@ -43,6 +41,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/move-operator/move-operator/internal/convert"
 )
 
 // The webhooks served are the real ones: the admission and conversion code of
@@ -228,9 +228,10 @@ func configureProcessWide(comps []*components) error {
 			processWide.err = fmt.Errorf("enabling the ClusterTopology feature gate: %w", err)
 			return
 		}
-		getter := newAPIVersionGetter(comps)
-		coreconversion.SetAPIVersionGetter(getter)
-		controlplaneconversion.SetAPIVersionGetter(getter)
+		// Through package convert, which the operator running in the
+		// same process converts back with: it answers the operator's
+		// conversions itself and the webhooks' with this getter.
+		convert.SetWebhookReferenceVersions(newAPIVersionGetter(comps))
 	})
 	return processWide.err
 }
