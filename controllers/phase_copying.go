@@ -224,13 +224,18 @@ func (r *MoveOperationReconciler) startCopying(ctx context.Context, s *scope) (o
 	}
 	copyTarget := &retargetable{Client: target.Client}
 	copier := move.NewCopier(r.Source, copyTarget, plan, string(mo.UID), r.Move)
-	if mo.Spec.CarriesStatus() {
-		// The status goes through the target's status subresources.
+	if mo.Spec.CarriesStatus() || len(plan.TargetVersions()) > 0 {
 		targetTypes, err := graph.DiscoverTypes(ctx, target.Client)
 		if err != nil {
 			return outcome{}, fmt.Errorf("target cluster: %w", err)
 		}
-		copier.CarryStatus(move.StatusSubresources(targetTypes))
+		// Objects converted back name in their references the versions
+		// the target stores the referenced kinds at.
+		copier.ReferencesIn(targetTypes)
+		if mo.Spec.CarriesStatus() {
+			// The status goes through the target's status subresources.
+			copier.CarryStatus(move.StatusSubresources(targetTypes))
+		}
 	}
 	mem.copyPlan = plan
 	mem.copyTarget, mem.copyTargetOf, mem.copyTargetID = copyTarget, target, targetID

@@ -63,6 +63,9 @@ func (r *MoveOperationReconciler) recordPlan(ctx context.Context, s *scope, targ
 	if o, err := r.askCreatorAgain(ctx, s, plan); err != nil || !o.isDone() {
 		return nil, o, err
 	}
+	if o, err := r.checkGoingBackAgain(ctx, mo, target, plan); err != nil || !o.isDone() {
+		return nil, o, err
+	}
 	targetID, err := remote.ClusterID(ctx, target.Client)
 	if err != nil {
 		return nil, outcome{}, fmt.Errorf("target cluster: %w", err)
@@ -113,6 +116,23 @@ func (r *MoveOperationReconciler) decideTargetVersions(ctx context.Context, mo *
 			strings.Join(changed, "; "))), nil
 	}
 	plan.SetTargetVersions(preflight.TargetVersions(now))
+	return done(), nil
+}
+
+// checkGoingBackAgain refuses, as Validating did, a move back into an
+// older Cluster API whose objects hold in their spec or metadata what the
+// older version cannot hold (preflight.CheckGoingBack), read again now
+// that the controllers are stopped: between Validating and the stop, a
+// user or a controller may have set such a field, which the conversion
+// would otherwise lose without a word.
+func (r *MoveOperationReconciler) checkGoingBackAgain(ctx context.Context, mo *movev1alpha1.MoveOperation, target *remote.Target, plan *graph.Plan) (outcome, error) {
+	back, err := preflight.CheckGoingBack(ctx, r.Source, target.Client, plan, mo.Spec.CarriesStatus())
+	if err != nil {
+		return outcome{}, err
+	}
+	if msg := back.RefusalMessage(); msg != "" {
+		return failWith(movev1alpha1.ReasonFieldsNotInOlderVersion, msg+" (read again once the controllers were stopped, after the move validated); the move is rolled back, nothing was copied"), nil
+	}
 	return done(), nil
 }
 

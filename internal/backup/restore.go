@@ -111,10 +111,22 @@ func (r *Restore) Plan(ctx context.Context, kinds *graph.Types) (*graph.Plan, er
 // preflight.KindVersions does, the archive standing for the source), for
 // status.plan.versions. A kind the archive holds in several versions is
 // listed once per version.
+//
+// A restore does not convert back: an archive of a newer Cluster API is
+// refused in an older one (RefusalOlderInTarget), since a move back reads
+// every object first to refuse what the older version cannot hold
+// (preflight.CheckGoingBack), which a restore does not do.
 func (r *Restore) Versions(kinds *graph.Types) []preflight.KindVersion {
 	var out []preflight.KindVersion
 	for _, gvk := range r.archivedGVKs() {
-		out = append(out, preflight.KindVersions(archiveType(gvk, kinds), kinds)...)
+		for _, kv := range preflight.KindVersions(archiveType(gvk, kinds), kinds) {
+			if kv.Conversion == preflight.ConversionToOlder {
+				kv.Conversion, kv.Refusal = "", preflight.RefusalOlderInTarget
+				kv.Message = fmt.Sprintf("%s is archived at %s but stored only at the older %s in the cluster to restore into, and a restore does not convert objects back to an older version of Cluster API: restore into a cluster running the Cluster API version the backed-up cluster ran (or a newer one)",
+					kv.Resource, kv.Source, kv.Target)
+			}
+			out = append(out, kv)
+		}
 	}
 	return out
 }

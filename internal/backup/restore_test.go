@@ -23,6 +23,7 @@ import (
 	"github.com/move-operator/move-operator/internal/convert"
 	"github.com/move-operator/move-operator/internal/convert/converttest"
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/preflight"
 )
 
 // An archive that holds an object the plan would not take (here a Secret
@@ -117,6 +118,25 @@ func TestAnArchiveOfAnOlderClusterAPIRestoresConvertedAndAProvidersOtherVersionI
 		if !errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), "LoopMachine.infrastructure.cluster.x-k8s.io v1alpha1 (1)") ||
 			!strings.Contains(err.Error(), "convert only in that provider") || strings.Contains(err.Error(), "Cluster.cluster.x-k8s.io v1beta1") {
 			t.Errorf("Plan returned %v; want %v naming the LoopMachines and why, and not the Clusters the operator converts", err, ErrNotServed)
+		}
+	})
+
+	t.Run("an archive of a newer Cluster API is refused by name in an older one: a restore does not convert back", func(t *testing.T) {
+		newer, err := convert.Convert(ctx, cluster, "v1beta2", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		older := graph.Type{GVK: v1beta2.GroupKind().WithVersion("v1beta1"), Resource: "clusters", Namespaced: true, StatusSubresource: true}
+		olderKinds := graph.NewTypes(append(graph.CoreTypes(), older)...)
+		r := &Restore{Archive: archiveOf(t, "fleet", newer), Target: fake.NewClientBuilder().Build(), Operation: "restore-op"}
+		_, err = r.Plan(ctx, olderKinds)
+		if !errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), "Cluster.cluster.x-k8s.io v1beta2 (1)") || !strings.Contains(err.Error(), "a restore does not convert objects back") {
+			t.Errorf("Plan returned %v; want %v naming the Clusters and saying a restore does not convert back", err, ErrNotServed)
+		}
+		for _, kv := range r.Versions(olderKinds) {
+			if kv.Conversion != "" || kv.Refusal != preflight.RefusalOlderInTarget {
+				t.Errorf("%s: conversion %q, refusal %q; want refused %s", graph.KindString(kv.GroupKind), kv.Conversion, kv.Refusal, preflight.RefusalOlderInTarget)
+			}
 		}
 	})
 

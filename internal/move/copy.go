@@ -58,6 +58,10 @@ type Copier struct {
 	// copied yet: they are finished once it is (see finishWaiting), by
 	// target UID.
 	waiting map[types.UID]copied
+	// targetKinds, when set, are the target's kinds (graph.DiscoverTypes),
+	// whose versions the references of objects converted back name (see
+	// ReferencesIn).
+	targetKinds *graph.Types
 }
 
 // NewCopier returns a Copier of the plan's objects from source to target for

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/move-operator/move-operator/internal/convert"
 	"github.com/move-operator/move-operator/internal/graph"
@@ -17,8 +19,15 @@ import (
 // kind's conversion webhook, served by the controllers the move stops. The
 // source is read at the version it stores the kind at (the plan's GVK),
 // for the same reason. Where the two differ (an older Cluster API moved
-// into a newer one), the object is converted in the operator, with Cluster
-// API's own code (package convert), between the read and the create.
+// into a newer one, or a newer one moved back into an older one), the
+// object is converted in the operator, with Cluster API's own code
+// (package convert), between the read and the create.
+//
+// The way back is the same walk. What differs is decided before it starts:
+// Validating refuses every object whose spec or metadata hold what the
+// older version cannot (preflight.CheckGoingBack), so that Cluster API's
+// conversion loses nothing of them but status fields the older
+// controllers recompute.
 
 // toTargetVersion returns src, an object of o as the source serves it, at
 // the version the target stores its kind at: src itself when it is at that
@@ -27,16 +36,69 @@ import (
 // an archive serves an object in the version it was written at.
 func (c *Copier) toTargetVersion(ctx context.Context, o *graph.Object, src *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	to := c.plan.TargetGVK(o.GVK)
-	if src.GroupVersionKind() == to {
+	from := src.GroupVersionKind()
+	if from == to {
 		return src, nil
 	}
 	// The way up asks no reference versions: a newer version's reference
-	// names a group and kind, and the contract decides the version.
-	converted, err := convert.Convert(ctx, src, to.Version, nil)
+	// names a group and kind, and the contract decides the version. The
+	// way back asks them of the target (referenceVersion).
+	converted, err := convert.Convert(ctx, src, to.Version, c.referenceVersion)
 	if err != nil {
-		return nil, fmt.Errorf("converting %s from %s to %s, the version the target stores it at: %w", o.ObjectRef, src.GroupVersionKind().Version, to.Version, err)
+		return nil, fmt.Errorf("converting %s from %s to %s, the version the target stores it at: %w", o.ObjectRef, from.Version, to.Version, err)
+	}
+	if version.CompareKubeAwareVersionStrings(to.Version, from.Version) < 0 {
+		dropConversionData(converted)
 	}
 	return converted, nil
+}
+
+// dropConversionData removes from an object converted back the annotation
+// where Cluster API's conversion keeps the whole newer object
+// (convert.DataAnnotation), for its own conversion up to restore what the
+// older version has no field for. The older release's controllers never
+// read it. Validating let through only objects whose spec and metadata the
+// older version holds whole (preflight.CheckGoingBack), so all it could
+// still restore is status: values the older controllers do not maintain,
+// which a later conversion up (an upgrade in place, a move forward) would
+// bring back stale over what those controllers observed since. It would
+// also double the size of every object. Without it, a conversion up makes
+// the object from its v1beta1 fields alone, as for any object the older
+// release wrote.
+func dropConversionData(u *unstructured.Unstructured) {
+	annotations := u.GetAnnotations()
+	if _, ok := annotations[convert.DataAnnotation]; !ok {
+		return
+	}
+	delete(annotations, convert.DataAnnotation)
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	u.SetAnnotations(annotations)
+}
+
+// ReferencesIn gives the Copier the target's kinds (graph.DiscoverTypes
+// of the target): an object converted back to an older version names in
+// its references the API version of each referenced kind, which the newer
+// version leaves to the contract, and the version named is the one the
+// target stores that kind at, as Cluster API's webhook answers from the
+// CRDs of the cluster it runs in. Without them, a conversion back fails.
+func (c *Copier) ReferencesIn(kinds *graph.Types) *Copier {
+	c.targetKinds = kinds
+	return c
+}
+
+// referenceVersion answers, for a conversion back (convert.ReferenceVersions),
+// the API version the target stores a referenced kind at.
+func (c *Copier) referenceVersion(_ context.Context, gk schema.GroupKind) (string, error) {
+	if c.targetKinds == nil {
+		return "", fmt.Errorf("the API version of the referenced kind %s in the target is needed to convert back, and the target's kinds were not given", graph.KindString(gk))
+	}
+	t, ok := c.targetKinds.Lookup(gk)
+	if !ok {
+		return "", fmt.Errorf("a moved object references %s, which the target does not serve: install there the provider that serves it", graph.KindString(gk))
+	}
+	return t.GVK.GroupVersion().String(), nil
 }
 
 // ownerAPIVersion returns the apiVersion the copy's owner reference to a

@@ -84,22 +84,59 @@ func fakeCluster(kinds []schema.GroupVersionKind, objs ...client.Object) *fake.C
 
 func newAcrossVersions(t *testing.T) *acrossVersions {
 	t.Helper()
+	return newAcross(t, false)
+}
+
+// newBackAcrossVersions is newAcrossVersions the other way: a source that
+// stores Cluster API's kinds at v1beta2 (v1.14) holding converttest's
+// fleet as Cluster API's code converts it up, owner references naming
+// v1beta2 as v1.14's controllers write them, and a target that stores them
+// at v1beta1 (v1.10) and refuses any request for them at another version.
+func newBackAcrossVersions(t *testing.T) *acrossVersions {
+	t.Helper()
+	return newAcross(t, true)
+}
+
+func newAcross(t *testing.T, back bool) *acrossVersions {
+	t.Helper()
 	ctx := context.Background()
 	a := &acrossVersions{sent: map[types.UID]*unstructured.Unstructured{}, managedFields: map[string]any{}}
 	fixtures := converttest.Objects(fleetNamespace)
+	if back {
+		for i, o := range fixtures {
+			_, hub := convert.Versions(o.GroupVersionKind().GroupKind())
+			up, err := convert.Convert(ctx, o, hub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refs := up.GetOwnerReferences()
+			for j := range refs {
+				gv, _ := schema.ParseGroupVersion(refs[j].APIVersion)
+				_, ownerHub := convert.Versions(gv.WithKind(refs[j].Kind).GroupKind())
+				refs[j].APIVersion = schema.GroupVersion{Group: gv.Group, Version: ownerHub}.String()
+			}
+			up.SetOwnerReferences(refs)
+			fixtures[i] = up
+		}
+	}
 	var prod *unstructured.Unstructured
 	var sourceKinds, targetKinds []schema.GroupVersionKind
 	seen := map[schema.GroupVersionKind]bool{}
 	targetVersions := map[schema.GroupKind]string{}
 	var objs []client.Object
-	for _, o := range fixtures {
+	for i, o := range fixtures {
 		gvk := o.GroupVersionKind()
 		if !seen[gvk] {
 			seen[gvk] = true
-			_, hub := convert.Versions(gvk.GroupKind())
+			to := gvk.GroupKind().WithVersion("")
+			if back {
+				to.Version = converttest.Objects(fleetNamespace)[i].GroupVersionKind().Version
+			} else {
+				_, to.Version = convert.Versions(gvk.GroupKind())
+			}
 			sourceKinds = append(sourceKinds, gvk)
-			targetKinds = append(targetKinds, gvk.GroupKind().WithVersion(hub))
-			targetVersions[gvk.GroupKind()] = hub
+			targetKinds = append(targetKinds, to)
+			targetVersions[gvk.GroupKind()] = to.Version
 		}
 		o.SetResourceVersion("")
 		o.SetLabels(merge(o.GetLabels(), map[string]string{graph.MoveLabel: ""}))
@@ -119,7 +156,7 @@ func newAcrossVersions(t *testing.T) *acrossVersions {
 	secret.SetNamespace(fleetNamespace)
 	secret.SetName("prod-kubeconfig")
 	secret.SetUID("uid-prod-kubeconfig")
-	secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "Cluster", Name: "prod", UID: prod.GetUID()}})
+	secret.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: prod.GetAPIVersion(), Kind: "Cluster", Name: "prod", UID: prod.GetUID()}})
 	secret.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate,
 		APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:value":{}}}`)}}})
 	objs = append(objs, secret)
@@ -363,6 +400,109 @@ func TestACopyIntoANewerClusterAPIConvertsEachObjectAndTouchesTheTargetOnlyAtIts
 		}
 		if want := len(a.plan.Objects()); n < want {
 			t.Errorf("%d deleted, want the %d copies", n, want)
+		}
+	})
+}
+
+// TestACopyBackIntoAnOlderClusterAPIConvertsEachObjectBack copies a v1beta2
+// fleet into a target that stores its kinds at v1beta1 and refuses every
+// request at another version: each copy is Cluster API's conversion back of
+// its source, its references naming the versions the target stores the
+// referenced kinds at, its owner references the copies at v1beta1, and
+// without the annotation where that conversion keeps the newer object.
+func TestACopyBackIntoAnOlderClusterAPIConvertsEachObjectBack(t *testing.T) {
+	ctx := context.Background()
+	a := newBackAcrossVersions(t)
+	if len(a.plan.Excluded) > 0 {
+		t.Fatalf("the plan leaves objects out: %+v", a.plan.Excluded)
+	}
+	// The target's kinds: the fleet's at v1beta1, and those its objects
+	// reference, as a v1.10 cluster with CAPD stores them.
+	var kinds []graph.Type
+	for gk, v := range a.plan.TargetVersions() {
+		kinds = append(kinds, graph.Type{GVK: gk.WithVersion(v), Resource: strings.ToLower(gk.Kind) + "s", Namespaced: gk.Kind != "ExtensionConfig"})
+	}
+	for _, k := range []string{"DockerCluster", "DockerClusterTemplate", "DockerMachine", "DockerMachineTemplate", "DockerMachinePool"} {
+		kinds = append(kinds, graph.Type{GVK: schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: k}, Resource: strings.ToLower(k) + "s", Namespaced: true})
+	}
+	c := NewCopier(a.source, a.target, a.plan, "op", Options{}).CarryStatus(func(schema.GroupKind) bool { return true }).
+		ReferencesIn(graph.NewTypes(append(graph.CoreTypes(), kinds...)...))
+	a.copyAll(t, c)
+	if len(a.refused) > 0 {
+		t.Fatalf("the copy asked the target for kinds at versions it does not store them at (its conversion webhooks would be called):\n%s", strings.Join(a.refused, "\n"))
+	}
+
+	copies := map[types.UID]types.UID{}
+	for _, o := range a.plan.Objects() {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(a.plan.TargetGVK(o.GVK))
+		if err := a.raw.Get(ctx, o.Key(), got); err != nil {
+			t.Fatalf("reading the copy of %s: %v", o, err)
+		}
+		copies[o.UID] = got.GetUID()
+	}
+	annotated := 0
+	for _, o := range a.plan.Objects() {
+		t.Run(fmt.Sprintf("the copy of %s is Cluster API's conversion of it back", o), func(t *testing.T) {
+			src := a.sent[o.UID]
+			to := a.plan.TargetGVK(o.GVK)
+			want, err := convert.Convert(ctx, src, to.Version, converttest.ReferenceVersions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(to)
+			if err := a.raw.Get(ctx, o.Key(), got); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := want.GetAnnotations()[convert.DataAnnotation]; ok {
+				annotated++
+			}
+			if _, ok := got.GetAnnotations()[convert.DataAnnotation]; ok {
+				t.Errorf("the copy keeps %s", convert.DataAnnotation)
+			}
+			dropConversionData(want)
+			var wantRefs []metav1.OwnerReference
+			for _, ref := range src.GetOwnerReferences() {
+				owner, _ := a.plan.Object(ref.UID)
+				ref.UID = copies[ref.UID]
+				ref.APIVersion = a.plan.TargetGVK(owner.GVK).GroupVersion().String()
+				wantRefs = append(wantRefs, ref)
+			}
+			if diff := cmp.Diff(wantRefs, got.GetOwnerReferences()); diff != "" {
+				t.Errorf("owner references (-want +got):\n%s", diff)
+			}
+			for _, u := range []*unstructured.Unstructured{want, got} {
+				for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences"} {
+					unstructured.RemoveNestedField(u.Object, "metadata", f)
+				}
+				if u.Object["status"] == nil {
+					delete(u.Object, "status")
+				}
+			}
+			mapGenerations(statusOf(want), src.GetGeneration(), 0)
+			mapGenerations(statusOf(got), src.GetGeneration(), 0)
+			if diff := cmp.Diff(want.Object, got.Object); diff != "" {
+				t.Errorf("the copy is not the conversion back of the source (-convert.Convert +copy):\n%s", diff)
+			}
+		})
+	}
+
+	if annotated == 0 {
+		t.Errorf("Cluster API's conversion back wrote %s on none of the objects: this test no longer shows it dropped", convert.DataAnnotation)
+	}
+
+	t.Run("without the target's kinds, the copy of an object that references another fails naming the kind", func(t *testing.T) {
+		a := newBackAcrossVersions(t)
+		c := NewCopier(a.source, a.target, a.plan, "op", Options{})
+		var err error
+		for g := range a.plan.Groups {
+			if _, err = c.CopyGroup(ctx, g); err != nil {
+				break
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), "the target's kinds were not given") {
+			t.Errorf("copying = %v, want an error saying the target's kinds were not given", err)
 		}
 	})
 }

@@ -146,6 +146,8 @@ func Checks() []Check {
 		{"target-secret", checkTargetSecretStays},
 		{"provisioned", checkProvisioned},
 		{"target-objects", checkTargetObjects},
+		// Reads whole objects of the plan: after the creator may.
+		{"going-back", checkGoingBack},
 		{"gitops", checkGitOps},
 	}
 }
@@ -156,7 +158,7 @@ func Checks() []Check {
 // again). What is checked of the archive's store and keys is the
 // reconciler's, which holds the stores.
 func BackupChecks() []Check {
-	notForBackups := map[string]bool{"target": true, "providers": true, "target-secret": true, "target-objects": true, "gitops": true}
+	notForBackups := map[string]bool{"target": true, "providers": true, "target-secret": true, "target-objects": true, "going-back": true, "gitops": true}
 	var out []Check
 	for _, c := range Checks() {
 		if !notForBackups[c.Name] {
@@ -273,8 +275,9 @@ func checkTarget(ctx context.Context, e *Env) error {
 
 // checkKinds discovers the kinds that move in both clusters, and decides,
 // per kind, at which version the target takes its objects: the source's,
-// or a newer Cluster API version the operator converts them to (see
-// KindVersions). A kind the target cannot take is refused by name, with
+// or another Cluster API version, newer or older, the operator converts
+// them to (see KindVersions; what an older one cannot hold is checked once
+// the objects are read, checkGoingBack). A kind the target cannot take is refused by name, with
 // what to install, before anything is stopped.
 func checkKinds(ctx context.Context, e *Env) error {
 	if e.SourceTypesCache == nil {

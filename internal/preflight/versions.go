@@ -45,11 +45,13 @@ const (
 	// convert): an older Cluster API moved into a newer one.
 	ConversionToNewer = movev1alpha1.ConversionToNewer
 	// ConversionToOlder: the target stores an older version, and the
-	// operator would convert each object back with Cluster API's code,
-	// refusing by name any object holding fields the older version cannot
-	// hold (convert.Lost). Not made yet: KindVersions refuses such a kind
-	// (RefusalOlderInTarget) until the way back is built.
-	ConversionToOlder Conversion = "ToOlder"
+	// operator converts each object back with Cluster API's code (a newer
+	// Cluster API moved back into an older one). Validating first refuses,
+	// by kind, object and field, every object holding in its spec or
+	// metadata what the older version cannot hold (CheckGoingBack, with
+	// convert.Lost), so that the older release's controllers act on
+	// everything the objects say.
+	ConversionToOlder = movev1alpha1.ConversionToOlder
 )
 
 // Refusal is why a target cannot take a kind.
@@ -59,9 +61,10 @@ const (
 	// RefusalNotInTarget: the target does not serve the kind at all.
 	RefusalNotInTarget = movev1alpha1.RefusalNotInTarget
 	// RefusalOlderInTarget: the target stores an older version than the
-	// source, and the operator does not convert to it (a provider's kind,
-	// versions Cluster API's code does not convert, or any older version:
-	// the way back is not built yet).
+	// source, and the operator does not convert to it: a provider's kind
+	// (it converts only in its provider), or versions Cluster API's code
+	// does not convert. Cluster API's own kinds between versions its code
+	// converts go back (ConversionToOlder).
 	RefusalOlderInTarget = movev1alpha1.RefusalOlderInTarget
 	// RefusalNewerInTarget: the target stores a newer version than the
 	// source, and the operator has no conversion between them.
@@ -79,10 +82,10 @@ const (
 //
 // It is the comparison CheckCRDs makes, but for a difference of versions
 // that Cluster API's own conversion code (package convert) bridges: a kind
-// of Cluster API's core or kubeadm providers stored at v1beta1 in the
-// source and v1beta2 in the target converts in the operator; a provider's
-// kind converts only in its provider, so it must be stored at one version
-// in both clusters.
+// of Cluster API's core or kubeadm providers stored at v1beta1 in one
+// cluster and v1beta2 in the other converts in the operator, either way;
+// a provider's kind converts only in its provider, so it must be stored at
+// one version in both clusters.
 func KindVersions(source, target *graph.Types) []KindVersion {
 	var out []KindVersion
 	for _, st := range source.All() {
@@ -124,12 +127,10 @@ func bridge(st, tt *graph.Type) (Conversion, Refusal, string) {
 	older := version.CompareKubeAwareVersionStrings(to, from) < 0
 	if convert.Supports(gk, from, to) {
 		if older {
-			// Cluster API's code converts back, but the move must first
-			// refuse by name every object holding what the older version
-			// cannot (convert.Lost), and give the references' versions:
-			// not built yet.
-			return "", RefusalOlderInTarget, fmt.Sprintf("%s is stored at %s in the source but only at the older %s in the target, and the operator does not convert objects to an older version of Cluster API: install in the target the Cluster API version the source runs (or a newer one)",
-				st.Resource, from, to)
+			// What the objects hold is checked once they are read
+			// (CheckGoingBack): the kind goes back, its objects may not.
+			return ConversionToOlder, "", fmt.Sprintf("%s is stored at %s in the source and at the older %s in the target: the operator converts each object back with Cluster API's own code, and refuses the move if one holds what %s cannot",
+				st.Resource, from, to, to)
 		}
 		return ConversionToNewer, "", fmt.Sprintf("%s is stored at %s in the source and %s in the target: the operator converts each object with Cluster API's own code",
 			st.Resource, from, to)
