@@ -66,6 +66,12 @@ type Options struct {
 	// DevClusters with its in-memory backend; with Controllers, its
 	// controllers run against ControllerOptions.InMemory. Off by default.
 	InMemory bool
+	// InfrastructureOnly installs only the loop infrastructure provider,
+	// beside a Cluster API installed otherwise (package capirelease: an
+	// older release, run from its own binaries): no core or kubeadm
+	// provider, and no clusterctl inventory CRD, which that release's
+	// clusterctl installed. Not with InMemory.
+	InfrastructureOnly bool
 }
 
 // Installation is the Cluster API management setup of one local cluster, and
@@ -187,6 +193,9 @@ func (i *Installation) Provider(name string) *Provider {
 func Install(ctx context.Context, c *localcluster.Cluster, opts Options) (_ *Installation, err error) {
 	began := time.Now()
 	opts.defaults()
+	if opts.InfrastructureOnly && opts.InMemory {
+		return nil, errors.New("installing Cluster API: InMemory needs the core provider, which InfrastructureOnly leaves out")
+	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 
@@ -278,15 +287,17 @@ func (o *Options) defaults() {
 func (i *Installation) prepareProviders(comps []*components, ca *certificateAuthority, opts Options) ([]*unstructured.Unstructured, error) {
 	c := i.Cluster
 	var objs []*unstructured.Unstructured
-	inventoryCRDs, err := decodeObjects(clusterctlconfig.ClusterctlAPIManifest)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the clusterctl inventory CRD: %w", err)
+	if !opts.InfrastructureOnly {
+		inventoryCRDs, err := decodeObjects(clusterctlconfig.ClusterctlAPIManifest)
+		if err != nil {
+			return nil, fmt.Errorf("parsing the clusterctl inventory CRD: %w", err)
+		}
+		for _, o := range inventoryCRDs {
+			// clusterctl labels its inventory CRD only with this.
+			o.SetLabels(map[string]string{clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue})
+		}
+		objs = append(objs, inventoryCRDs...)
 	}
-	for _, o := range inventoryCRDs {
-		// clusterctl labels its inventory CRD only with this.
-		o.SetLabels(map[string]string{clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue})
-	}
-	objs = append(objs, inventoryCRDs...)
 
 	errLogFile, err := os.OpenFile(filepath.Join(c.LogDir, "webhooks.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -295,7 +306,7 @@ func (i *Installation) prepareProviders(comps []*components, ca *certificateAuth
 	i.errLog = errLogFile
 	errLog := log.New(errLogFile, "", log.LstdFlags|log.Lmicroseconds)
 	for _, comp := range comps {
-		if comp.spec.capd && !opts.InMemory {
+		if (comp.spec.capd && !opts.InMemory) || (opts.InfrastructureOnly && !comp.spec.loop) {
 			continue
 		}
 		p, provObjs, cert, err := prepareProvider(c, comp, ca, opts.Replicas)

@@ -47,6 +47,10 @@ type ControllerOptions struct {
 	// LoopSwitches change the loop provider's behaviour while it runs.
 	// Default: a new set, all off.
 	LoopSwitches *loopprovider.Switches
+	// LoopContract is the Cluster API contract the loop provider follows:
+	// loopprovider.ContractV1Beta1 beside Cluster API v1.10
+	// (Options.InfrastructureOnly). Default: v1beta2, this module's.
+	LoopContract loopprovider.Contract
 }
 
 // teardownGrace bounds a graceful stop when the installation stops.
@@ -147,6 +151,7 @@ func (i *Installation) startControllers(opts *ControllerOptions) error {
 				cloud:    opts.Cloud,
 				cluster:  i.Cluster.Name,
 				switches: i.loopSwitches,
+				contract: opts.LoopContract,
 				activity: i.loopActivity,
 				hosts:    i.hostActivity,
 				inMemory: opts.InMemory,

@@ -97,6 +97,7 @@ type controllerEnv struct {
 	cloud    *cloud.Cloud
 	cluster  string
 	switches *loopprovider.Switches
+	contract loopprovider.Contract
 	activity *loopprovider.Activity
 	// inMemory is the cloud of CAPD's in-memory backend (Options.InMemory).
 	inMemory *inmemorycloud.Cloud
@@ -431,6 +432,7 @@ func newLoopManager(ctx context.Context, cfg *rest.Config, env *controllerEnv) (
 		ManagementCluster: env.cluster,
 		Switches:          env.switches,
 		Activity:          env.activity,
+		Contract:          env.contract,
 	}, concurrency(10)); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // Released binaries (cluster-api-operator, a registry) are built with
@@ -63,6 +64,17 @@ func build(ctx context.Context, pkg, version, name string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	// Test processes of several packages may ask at once (go test runs
+	// packages in parallel): one builds, the others wait for it and take
+	// its binary, instead of sharing two cores among identical builds.
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
 	// GOBIN is a directory of this build's own, so that two test processes
 	// building at once never rename a half-written binary into place.
 	gobin, err := os.MkdirTemp(dir, "build-")
@@ -86,4 +98,21 @@ func build(ctx context.Context, pkg, version, name string) (string, error) {
 		return "", fmt.Errorf("caching the %s binary: %w", name, err)
 	}
 	return bin, nil
+}
+
+// lockDir takes an exclusive lock on dir shared with other processes,
+// waiting for it; the returned function lets it go.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
 }

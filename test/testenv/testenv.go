@@ -22,9 +22,11 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/move-operator/move-operator/test/capiprovider"
+	"github.com/move-operator/move-operator/test/capirelease"
 	"github.com/move-operator/move-operator/test/cloud"
 	"github.com/move-operator/move-operator/test/inmemorycloud"
 	"github.com/move-operator/move-operator/test/localcluster"
+	"github.com/move-operator/move-operator/test/loopprovider"
 	"github.com/move-operator/move-operator/test/workload"
 )
 
@@ -72,6 +74,15 @@ type Options struct {
 	// localcluster.BinaryDirOf). Default: the release of the Kubernetes
 	// libraries the project builds against (localcluster.BinaryDir).
 	Kubernetes string
+	// OlderClusterAPIInSource (with CAPI) installs in the source, instead
+	// of this module's Cluster API, the older release of package
+	// capirelease (v1.10.9, the v1beta1 contract) as `clusterctl init`
+	// leaves it, its managers run from their released binaries
+	// (Management.Release), with the loop provider beside it following
+	// the v1beta1 contract: the source of a move across contracts. The
+	// binaries must have been built (capirelease.Binaries). The target
+	// is as without it. Off by default.
+	OlderClusterAPIInSource bool
 }
 
 // Env is a pair of running local management clusters.
@@ -106,6 +117,10 @@ type Management struct {
 	CAPI *capiprovider.Installation
 	// Client reads and writes every Cluster API kind (capiprovider.NewScheme).
 	Client client.Client
+	// Release is the older Cluster API installed in the source
+	// (Options.OlderClusterAPIInSource), nil otherwise; CAPI then holds
+	// the loop provider alone.
+	Release *capirelease.Installation
 }
 
 // Start starts the source and target clusters in parallel.
@@ -157,7 +172,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			if i == 1 {
 				ca = selfHosted
 			}
-			m, err := startManagement(ctx, names[i], opts, env, ca)
+			m, err := startManagement(ctx, names[i], opts, env, ca, i == 0 && opts.OlderClusterAPIInSource)
 			ch <- result{m, err}
 		}()
 	}
@@ -194,6 +209,10 @@ func (o Options) validate() error {
 		return errors.New("testenv: SelfHosted needs Controllers")
 	case o.InMemory && !o.CAPI:
 		return errors.New("testenv: InMemory needs CAPI")
+	case o.OlderClusterAPIInSource && !o.CAPI:
+		return errors.New("testenv: OlderClusterAPIInSource needs CAPI")
+	case o.OlderClusterAPIInSource && (o.InMemory || o.SelfHosted):
+		return errors.New("testenv: OlderClusterAPIInSource runs neither CAPD nor a self-hosted target")
 	}
 	return nil
 }
@@ -219,12 +238,16 @@ func (o Options) describe() string {
 	if o.Kubernetes != "" {
 		what += ", on Kubernetes " + o.Kubernetes
 	}
+	if o.OlderClusterAPIInSource {
+		what += ", the source on Cluster API " + capirelease.Version
+	}
 	return what
 }
 
 // startManagement starts one management cluster; with certs, its API
-// server serves and authenticates with their CA (Options.SelfHosted).
-func startManagement(ctx context.Context, name string, opts Options, env *Env, certs *workload.Certificates) (*Management, error) {
+// server serves and authenticates with their CA (Options.SelfHosted);
+// older, it runs the older Cluster API (Options.OlderClusterAPIInSource).
+func startManagement(ctx context.Context, name string, opts Options, env *Env, certs *workload.Certificates, older bool) (*Management, error) {
 	clusterOpts := localcluster.Options{Logf: opts.Logf, PodStartLatency: opts.PodStartLatency}
 	if certs != nil {
 		clusterOpts.CACert, clusterOpts.CAKey = certs.CA.Cert, certs.CA.Key
@@ -248,6 +271,15 @@ func startManagement(ctx context.Context, name string, opts Options, env *Env, c
 		if opts.Controllers {
 			capiOpts.Controllers = &capiprovider.ControllerOptions{Cloud: env.Cloud, InMemory: env.InMemory}
 		}
+		if older {
+			if m.Release, err = capirelease.Install(ctx, c, capirelease.Options{Logf: opts.Logf}); err != nil {
+				return m, err
+			}
+			capiOpts.InfrastructureOnly = true
+			if capiOpts.Controllers != nil {
+				capiOpts.Controllers.LoopContract = loopprovider.ContractV1Beta1
+			}
+		}
 		if m.CAPI, err = capiprovider.Install(ctx, c, capiOpts); err != nil {
 			return m, err
 		}
@@ -263,7 +295,7 @@ func startManagement(ctx context.Context, name string, opts Options, env *Env, c
 func (e *Env) StartManagement(ctx context.Context, name string) (*Management, error) {
 	opts := e.opts
 	opts.SelfHosted = false
-	m, err := startManagement(ctx, name, opts, e, nil)
+	m, err := startManagement(ctx, name, opts, e, nil, false)
 	if err != nil {
 		return nil, errors.Join(err, m.Lose())
 	}

@@ -1,0 +1,202 @@
+package capirelease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/move-operator/move-operator/test/loopprovider"
+	"github.com/move-operator/move-operator/test/workload"
+)
+
+// ActAsKubelets does, until ctx ends, what the machines of ns would do once
+// the loop provider has created them: each registers its Node (by the
+// Machine's name and providerID) in w, as its kubelet would after kubeadm
+// ran; and it records on each control-plane KubeadmConfig the expiry of
+// the API server's certificate, which KubeadmControlPlane reads from the
+// node through a kubelet (none runs here).
+func ActAsKubelets(ctx context.Context, cl client.Client, w *workload.Server, ns string, logf func(format string, args ...any)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		machines := &unstructured.UnstructuredList{}
+		machines.SetAPIVersion("cluster.x-k8s.io/v1beta1")
+		machines.SetKind("MachineList")
+		if err := cl.List(ctx, machines, client.InNamespace(ns)); err != nil {
+			continue
+		}
+		for _, m := range machines.Items {
+			providerID, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
+			if providerID == "" {
+				continue
+			}
+			_, controlPlane := m.GetLabels()["cluster.x-k8s.io/control-plane"]
+			version, _, _ := unstructured.NestedString(m.Object, "spec", "version")
+			infra, _, _ := unstructured.NestedString(m.Object, "spec", "infrastructureRef", "name")
+			address := "127.0.0.1"
+			lm := &unstructured.Unstructured{}
+			lm.SetGroupVersionKind(loopprovider.GroupVersion.WithKind(loopprovider.MachineKind))
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: infra}, lm); err == nil {
+				addrs, _, _ := unstructured.NestedSlice(lm.Object, "status", "addresses")
+				for _, a := range addrs {
+					if am, ok := a.(map[string]any); ok && am["type"] == "InternalIP" {
+						address, _ = am["address"].(string)
+					}
+				}
+			}
+			if err := w.AddNode(ctx, workload.Node{
+				Name: m.GetName(), ProviderID: providerID, ControlPlane: controlPlane, InternalIP: address,
+				Info: corev1.NodeSystemInfo{KubeletVersion: version, OperatingSystem: "linux", Architecture: "amd64"},
+			}); err != nil && ctx.Err() == nil {
+				logf("registering the Node of Machine %s: %v", m.GetName(), err)
+			}
+			if !controlPlane {
+				continue
+			}
+			configName, _, _ := unstructured.NestedString(m.Object, "spec", "bootstrap", "configRef", "name")
+			kc := &unstructured.Unstructured{}
+			kc.SetAPIVersion("bootstrap.cluster.x-k8s.io/v1beta1")
+			kc.SetKind("KubeadmConfig")
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: configName}, kc); err != nil {
+				continue
+			}
+			const expiryAnnotation = "machine.cluster.x-k8s.io/certificates-expiry"
+			if _, ok := kc.GetAnnotations()[expiryAnnotation]; ok {
+				continue
+			}
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, expiryAnnotation,
+				time.Now().AddDate(1, 0, 0).UTC().Format(time.RFC3339))
+			if err := cl.Patch(ctx, kc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+				logf("recording the certificate expiry of KubeadmConfig %s: %v", configName, err)
+			}
+		}
+	}
+}
+
+// Fleet returns the objects of a v1beta1 Cluster on the loop provider whose control plane
+// is w: its certificate authorities and admin kubeconfig are w's (as
+// kubeadm init would have made them), its control plane uses an external
+// etcd (see package workload for why), one control-plane replica and one
+// worker, no Machine yet.
+func Fleet(w *workload.Server, ns, name string) ([]*unstructured.Unstructured, error) {
+	host, port := w.Endpoint()
+	manifests := fmt.Sprintf(`
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopCluster
+metadata: {name: %[1]s}
+spec: {}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopMachineTemplate
+metadata: {name: %[1]s-cp}
+spec: {template: {spec: {flavor: medium}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopMachineTemplate
+metadata: {name: %[1]s-md}
+spec: {template: {spec: {flavor: small}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
+kind: KubeadmConfigTemplate
+metadata: {name: %[1]s-md}
+spec: {template: {spec: {joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: pool=md}}}}}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: KubeadmControlPlane
+metadata: {name: %[1]s-cp}
+spec:
+  replicas: 1
+  version: v1.32.0
+  machineTemplate:
+    infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-cp}
+  kubeadmConfigSpec:
+    # As Cluster API's own templates give them: v1.10's KubeadmControlPlane
+    # compares a Machine's KubeadmConfig, whose InitConfiguration the
+    # bootstrap controller fills in, with its own, and rolls the Machine
+    # out when its own has none.
+    initConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
+    joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
+    clusterConfiguration:
+      apiServer: {certSANs: [%[2]s]}
+      etcd:
+        external:
+          endpoints: ["https://%[2]s:2379"]
+          caFile: /etc/kubernetes/pki/etcd/ca.crt
+          certFile: /etc/kubernetes/pki/apiserver-etcd-client.crt
+          keyFile: /etc/kubernetes/pki/apiserver-etcd-client.key
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: %[1]s}
+spec:
+  clusterNetwork: {pods: {cidrBlocks: [192.168.0.0/16]}}
+  controlPlaneEndpoint: {host: %[2]s, port: %[3]d}
+  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopCluster, name: %[1]s}
+  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlane, name: %[1]s-cp}
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachineDeployment
+metadata: {name: %[1]s-md}
+spec:
+  clusterName: %[1]s
+  replicas: 1
+  selector: {}
+  template:
+    spec:
+      clusterName: %[1]s
+      version: v1.32.0
+      bootstrap:
+        configRef: {apiVersion: bootstrap.cluster.x-k8s.io/v1beta1, kind: KubeadmConfigTemplate, name: %[1]s-md}
+      infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-md}
+`, name, host, port)
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split(manifests, "\n---\n") {
+		o := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &o.Object); err != nil {
+			return nil, fmt.Errorf("parsing %q: %w", doc, err)
+		}
+		o.SetNamespace(ns)
+		objs = append(objs, o)
+	}
+	certs := w.Certificates()
+	kubeconfig, err := w.Kubeconfig(name)
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig of workload cluster %s: %w", name, err)
+	}
+	pair := func(kp workload.KeyPair) map[string]any {
+		return map[string]any{"tls.crt": kp.Cert, "tls.key": kp.Key}
+	}
+	for purpose, data := range map[string]map[string]any{
+		"ca": pair(certs.CA), "etcd": pair(certs.EtcdCA), "sa": pair(certs.ServiceAccount), "proxy": pair(certs.FrontProxyCA),
+		"apiserver-etcd-client": pair(certs.APIServerEtcdClient), "kubeconfig": {"value": kubeconfig},
+	} {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + purpose, Labels: map[string]string{"cluster.x-k8s.io/cluster-name": name}},
+			Type:       "cluster.x-k8s.io/secret",
+			Data:       map[string][]byte{},
+		}
+		for k, v := range data {
+			s.Data[k] = v.([]byte)
+		}
+		s.APIVersion, s.Kind = "v1", "Secret"
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+		if err != nil {
+			return nil, err
+		}
+		objs = append([]*unstructured.Unstructured{{Object: m}}, objs...)
+	}
+	return objs, nil
+}
