@@ -145,7 +145,9 @@ func (g *Graph) selectMoved(sel Selection) *selector {
 	return s
 }
 
-// selector holds the state of one Plan computation.
+// selector holds the state of one Plan computation. What it decides of
+// nearly every node (used, moved by the rules, moved) is in the nodes'
+// decisions; the sets below hold few nodes.
 type selector struct {
 	g     *Graph
 	nodes []*node
@@ -153,25 +155,40 @@ type selector struct {
 
 	selectedClusters map[*node]bool // Clusters whose hierarchies move
 	activeRoots      map[*node]bool // other roots whose hierarchies move
-	ruleMove         map[*node]bool // the rules move it (before blocking)
 	blocked          map[*node]string
-	moved            map[*node]bool
 	kept             map[*node]string
 	missingOwner     map[*node]string // why an object stays: an owner is missing
 	warnings         []string
 }
+
+// decisions are what one selection decided of a node (node.decided).
+type decisions uint8
+
+const (
+	// decidedUsed: the node is an ancestor of something a selected
+	// Cluster's hierarchy holds, or in that hierarchy (selectRoots).
+	decidedUsed decisions = 1 << iota
+	// decidedRuleMove: the rules move it, before blocking (applyRules).
+	decidedRuleMove
+	// decidedMoved: it moves (block).
+	decidedMoved
+)
 
 func newSelector(g *Graph, nodes []*node, sel Selection) *selector {
 	return &selector{
 		g: g, nodes: nodes, sel: sel,
 		selectedClusters: map[*node]bool{},
 		activeRoots:      map[*node]bool{},
-		ruleMove:         map[*node]bool{},
 		blocked:          map[*node]string{},
-		moved:            map[*node]bool{},
 		kept:             map[*node]string{},
 	}
 }
+
+// ruleMove reports whether the rules move n, before blocking.
+func (s *selector) ruleMove(n *node) bool { return n.decided&decidedRuleMove != 0 }
+
+// moved reports whether n moves.
+func (s *selector) moved(n *node) bool { return n.decided&decidedMoved != 0 }
 
 func (s *selector) warn(format string, args ...any) {
 	s.warnings = append(s.warnings, fmt.Sprintf(format, args...))
@@ -192,21 +209,22 @@ func (s *selector) selectRoots() {
 	}
 
 	// Ancestors of the selected Clusters' hierarchies.
-	used := map[*node]bool{}
 	var stack []*node
 	for _, n := range s.nodes {
 		if s.anyTenant(n, s.selectedClusters) {
-			used[n] = true
+			n.decided |= decidedUsed
 			stack = append(stack, n)
 		}
 	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, owner := range slices.Concat(n.owners, n.softOwners) {
-			if owner.observed && !used[owner] {
-				used[owner] = true
-				stack = append(stack, owner)
+		for _, owners := range [2][]*node{n.owners, n.softOwners} {
+			for _, owner := range owners {
+				if owner.observed && owner.decided&decidedUsed == 0 {
+					owner.decided |= decidedUsed
+					stack = append(stack, owner)
+				}
 			}
 		}
 	}
@@ -215,7 +233,7 @@ func (s *selector) selectRoots() {
 		if !n.isRoot() || n.isCluster() {
 			continue
 		}
-		if n.global() || used[n] || n.moveLabel || (s.sel.ClusterSelector == nil && s.g.inScope(n)) {
+		if n.global() || n.decided&decidedUsed != 0 || n.moveLabel || (s.sel.ClusterSelector == nil && s.g.inScope(n)) {
 			s.activeRoots[n] = true
 		}
 	}
@@ -256,17 +274,21 @@ func belongsToHierarchy(n *node) bool {
 // applyRules computes which objects the rules move, before blocking.
 func (s *selector) applyRules() {
 	for _, n := range s.nodes {
+		var moves bool
 		switch {
 		case !n.observed:
 		case n.isCluster():
-			s.ruleMove[n] = s.selectedClusters[n]
+			moves = s.selectedClusters[n]
 		case s.anyTenant(n, s.selectedClusters):
-			s.ruleMove[n] = true
+			moves = true
 		case s.inUnselectedCluster(n):
 		case s.anyTenant(n, s.activeRoots):
-			s.ruleMove[n] = true
+			moves = true
 		case forced(n) && s.g.inScope(n):
-			s.ruleMove[n] = true
+			moves = true
+		}
+		if moves {
+			n.decided |= decidedRuleMove
 		}
 	}
 }
@@ -283,7 +305,7 @@ func (s *selector) block() {
 	for changed := true; changed; {
 		changed = false
 		for _, n := range s.nodes {
-			if !s.ruleMove[n] || s.blocked[n] != "" || n.global() || !s.g.inScope(n) {
+			if !s.ruleMove(n) || s.blocked[n] != "" || n.global() || !s.g.inScope(n) {
 				continue
 			}
 			if reason := s.blockReason(n); reason != "" {
@@ -293,7 +315,9 @@ func (s *selector) block() {
 		}
 	}
 	for _, n := range s.nodes {
-		s.moved[n] = s.ruleMove[n] && s.blocked[n] == ""
+		if s.ruleMove(n) && s.blocked[n] == "" {
+			n.decided |= decidedMoved
+		}
 	}
 }
 
@@ -310,7 +334,7 @@ func (s *selector) blockReason(n *node) string {
 			// Dangling: the owner does not exist; the reference is dropped.
 		case s.blocked[owner] != "":
 			return fmt.Sprintf("its owner %s cannot move", owner.ref)
-		case s.ruleMove[owner]:
+		case s.ruleMove(owner):
 		case !belongsToHierarchy(owner):
 			return fmt.Sprintf("its owner %s does not move: nothing that moves owns it (label it %s to move it)", owner.ref, MoveLabel)
 		}
@@ -336,7 +360,7 @@ func (s *selector) blockReason(n *node) string {
 func (s *selector) keep() {
 	var stack []*node
 	for _, n := range s.nodes {
-		if !s.moved[n] {
+		if !s.moved(n) {
 			continue
 		}
 		if reason := s.keepReason(n); reason != "" && s.markKept(n, reason) {
@@ -369,17 +393,17 @@ func (s *selector) keepReason(n *node) string {
 		return "it is outside the moved namespaces"
 	}
 	for _, t := range n.tenants {
-		if t.global() && s.moved[t] {
+		if t.global() && s.moved(t) {
 			return fmt.Sprintf("it belongs to the cluster-scoped %s", t.ref)
 		}
 	}
 	for _, child := range n.children {
-		if child.observed && !s.moved[child] {
+		if child.observed && !s.moved(child) {
 			return fmt.Sprintf("%s, which stays, depends on it", child.ref)
 		}
 	}
 	for _, owner := range n.owners {
-		if owner.observed && !s.moved[owner] {
+		if owner.observed && !s.moved(owner) {
 			return fmt.Sprintf("its owner %s stays", owner.ref)
 		}
 	}
@@ -396,20 +420,22 @@ func (s *selector) keepReason(n *node) string {
 func (s *selector) spreadKept(stack []*node) {
 	movedClusters := map[*node]bool{}
 	for _, n := range s.nodes {
-		if s.moved[n] && n.isCluster() {
+		if s.moved(n) && n.isCluster() {
 			movedClusters[n] = true
 		}
 	}
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, owner := range slices.Concat(n.owners, n.softOwners) {
-			if s.moved[owner] && s.markKept(owner, fmt.Sprintf("%s, which stays, depends on it", n.ref)) {
-				stack = append(stack, owner)
+		for _, owners := range [2][]*node{n.owners, n.softOwners} {
+			for _, owner := range owners {
+				if s.moved(owner) && s.markKept(owner, fmt.Sprintf("%s, which stays, depends on it", n.ref)) {
+					stack = append(stack, owner)
+				}
 			}
 		}
 		for _, child := range n.children {
-			if s.moved[child] && !child.isCluster() && !s.anyTenant(child, movedClusters) &&
+			if s.moved(child) && !child.isCluster() && !s.anyTenant(child, movedClusters) &&
 				s.markKept(child, fmt.Sprintf("it belongs to %s, which stays", n.ref)) {
 				stack = append(stack, child)
 			}
@@ -423,7 +449,7 @@ func (s *selector) spreadKept(stack []*node) {
 func (s *selector) groups() [][]*node {
 	var moved []*node
 	for _, n := range s.nodes {
-		if s.moved[n] {
+		if s.moved(n) {
 			moved = append(moved, n)
 		}
 	}
@@ -466,7 +492,7 @@ func (s *selector) dependencies(moved []*node) (start, deps []int32) {
 	for i, n := range moved {
 		for _, owners := range [][]*node{n.owners, n.softOwners} {
 			for _, o := range owners {
-				if s.moved[o] {
+				if s.moved(o) {
 					deps = append(deps, o.mark)
 				}
 			}
@@ -594,7 +620,7 @@ func (s *selector) plan() *Plan {
 				Group:     i,
 				Global:    n.global(),
 				InGlobalHierarchy: slices.ContainsFunc(n.tenants, func(t *node) bool {
-					return t.global() && s.moved[t] && t != n
+					return t.global() && s.moved(t) && t != n
 				}),
 				Delete:          s.kept[n] == "",
 				KeepReason:      s.kept[n],
@@ -616,7 +642,7 @@ func (s *selector) plan() *Plan {
 		if !n.observed {
 			continue
 		}
-		if s.moved[n] {
+		if s.moved(n) {
 			s.objectWarnings(n)
 			continue
 		}
@@ -662,7 +688,7 @@ func (s *selector) findMissingOwners() {
 	s.missingOwner = map[*node]string{}
 	var stack []*node
 	for _, n := range s.nodes {
-		if !n.observed || s.moved[n] || len(n.tenants) > 0 || !s.g.inScope(n) {
+		if !n.observed || s.moved(n) || len(n.tenants) > 0 || !s.g.inScope(n) {
 			continue
 		}
 		for _, owner := range n.owners {
@@ -682,7 +708,7 @@ func (s *selector) findMissingOwners() {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for _, child := range n.children {
-			if child.observed && !s.moved[child] && s.missingOwner[child] == "" && s.g.inScope(child) {
+			if child.observed && !s.moved(child) && s.missingOwner[child] == "" && s.g.inScope(child) {
 				s.missingOwner[child] = fmt.Sprintf("it belongs to %s, which stays behind: %s", n.ref, s.missingOwner[n])
 				stack = append(stack, child)
 			}
@@ -699,7 +725,7 @@ func (s *selector) objectWarnings(n *node) {
 		switch {
 		case !owner.observed:
 			s.warn("%s is copied without its ownerReference to %s: the owner does not exist", n.ref, owner.ref)
-		case !s.moved[owner]:
+		case !s.moved(owner):
 			s.warn("%s is copied without its ownerReference to %s, which does not move", n.ref, owner.ref)
 		}
 	}
@@ -897,7 +923,7 @@ func (g *Graph) ChangesSince(p *Plan, sel Selection) (appeared, vanished []Objec
 	s := g.selectMoved(sel)
 	stillMoved := 0
 	for _, n := range s.nodes {
-		if !s.moved[n] {
+		if !s.moved(n) {
 			continue
 		}
 		if _, ok := p.byUID[n.ref.UID]; ok {
@@ -913,7 +939,7 @@ func (g *Graph) ChangesSince(p *Plan, sel Selection) (appeared, vanished []Objec
 	}
 	movedNow := make(map[types.UID]bool, len(s.nodes))
 	for _, n := range s.nodes {
-		if s.moved[n] {
+		if s.moved(n) {
 			movedNow[n.ref.UID] = true
 		}
 	}
