@@ -31,6 +31,10 @@ const (
 	// PausedAnnotation pauses reconciliation of a Cluster API object; it is
 	// how a ClusterClass is paused (it has no spec.paused).
 	PausedAnnotation = "cluster.x-k8s.io/paused"
+	// ProviderLabel names, on what clusterctl installs (CRDs included), the
+	// provider it belongs to, by clusterctl's manifest label of it:
+	// "cluster-api", "bootstrap-kubeadm", "infrastructure-aws".
+	ProviderLabel = "cluster.x-k8s.io/provider"
 )
 
 // Group kinds the rules single out.
@@ -70,6 +74,9 @@ type Type struct {
 	// the status it is given, and a move that carries status must write it
 	// after. False for the core kinds that move, which have no status.
 	StatusSubresource bool
+	// Provider is the provider that installed the kind, as the CRD's
+	// ProviderLabel names it ("bootstrap-kubeadm"); empty when unlabelled.
+	Provider string
 }
 
 // Types is the set of kinds a move considers, indexed by group and kind.
@@ -140,6 +147,7 @@ func TypesFromCRDs(crds []apiextensionsv1.CustomResourceDefinition) (*Types, err
 			MoveHierarchy:     hierarchy,
 			StoredVersions:    slices.Clone(crd.Status.StoredVersions),
 			StatusSubresource: statusSubresource,
+			Provider:          crd.Labels[ProviderLabel],
 		})
 	}
 	return NewTypes(types...), nil

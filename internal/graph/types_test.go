@@ -102,6 +102,17 @@ func TestTypesFromCRDs(t *testing.T) {
 			),
 		},
 		{
+			name: "a kind names the provider that installed it, as clusterctl labels its CRD",
+			crds: []apiextensionsv1.CustomResourceDefinition{
+				crd("bootstrap.cluster.x-k8s.io", "KubeadmConfig", "kubeadmconfigs", apiextensionsv1.NamespaceScoped,
+					map[string]string{ClusterctlLabel: "", ProviderLabel: "bootstrap-kubeadm"}, version("v1beta2", true)),
+			},
+			want: append(CoreTypes(), Type{
+				GVK: schema.GroupVersionKind{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmConfig"}, Resource: "kubeadmconfigs",
+				Namespaced: true, StoredVersions: []string{"v1beta2"}, Provider: "bootstrap-kubeadm",
+			}),
+		},
+		{
 			name: "a CRD without a storage version is refused",
 			crds: []apiextensionsv1.CustomResourceDefinition{
 				crd("cluster.x-k8s.io", "Machine", "machines", apiextensionsv1.NamespaceScoped, clusterctl, version("v1beta2", false)),

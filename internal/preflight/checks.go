@@ -320,7 +320,7 @@ func checkProviders(ctx context.Context, e *Env) error {
 	if !e.targetReady() {
 		return nil
 	}
-	err := CheckProviders(ctx, e.Source, e.Target.Client)
+	err := CheckProviders(ctx, e.Source, e.Target.Client, OlderClusterAPI(e.KindVersions))
 	var mismatch *ProviderMismatch
 	switch {
 	case errors.As(err, &mismatch):

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/move-operator/move-operator/internal/graph"
 )
 
 // Provider is one installed provider, as an inventory records it.
@@ -68,11 +70,12 @@ func (e *ProviderMismatch) Error() string {
 
 // CheckProviders fails with a *ProviderMismatch, naming them, when a
 // provider installed in the source is not installed in the target or is
-// older there. The providers of a cluster are those of its clusterctl
+// older there, but for those older that older accepts (see
+// CompareProviders). The providers of a cluster are those of its clusterctl
 // inventory; a cluster without one (providers installed by
 // cluster-api-operator, which keeps none) is read from cluster-api-operator's
 // provider objects instead. A source with neither is not checked.
-func CheckProviders(ctx context.Context, source, target client.Client) error {
+func CheckProviders(ctx context.Context, source, target client.Client, older OlderProvider) error {
 	src, err := InstalledProviders(ctx, source)
 	if err != nil {
 		return fmt.Errorf("in the source: %w", err)
@@ -84,7 +87,7 @@ func CheckProviders(ctx context.Context, source, target client.Client) error {
 	if err != nil {
 		return fmt.Errorf("in the target: %w", err)
 	}
-	return CompareProviders(src, tgt)
+	return CompareProviders(src, tgt, older)
 }
 
 // InstalledProviders reads the providers a cluster records: its clusterctl
@@ -148,13 +151,21 @@ func operatorProviders(ctx context.Context, c client.Client) ([]Provider, error)
 	return out, nil
 }
 
+// OlderProvider decides whether the target may run an older version of a
+// provider of the source than the source runs: accepted, or why not beyond
+// the versions (empty when there is nothing more to say). nil accepts none.
+type OlderProvider func(p Provider) (accepted bool, why string)
+
 // CompareProviders applies clusterctl move's rule (cmd/clusterctl's
 // checkTargetProviders): every provider of the source, identified by type
 // and name, must be installed in the target, and the newest version
-// installed there must be at least the source's. A newer target passes; an
-// older one, or one whose version is unknown, does not. Versions are
-// semantic versions ("v1.14.2").
-func CompareProviders(source, target []Provider) error {
+// installed there must be at least the source's. A newer target passes; one
+// whose version is unknown does not; an older one passes only when older
+// accepts it (OlderClusterAPI: one of Cluster API's own providers whose
+// every kind the move converts back to the older version the target stores
+// it at), and is otherwise named with older's reason. Versions are semantic
+// versions ("v1.14.2").
+func CompareProviders(source, target []Provider, older OlderProvider) error {
 	var problems []string
 	for _, sp := range source {
 		sourceVersion, err := parseVersion(sp)
@@ -184,7 +195,19 @@ func CompareProviders(source, target []Provider) error {
 		case newest == nil:
 			problems = append(problems, fmt.Sprintf("%s (%s in the source) is not installed in the target", sp, sp.Version))
 		case !newest.AtLeast(sourceVersion):
-			problems = append(problems, fmt.Sprintf("%s is older in the target (%s) than in the source (%s)", sp, newestRaw, sp.Version))
+			var accepted bool
+			var why string
+			if older != nil {
+				accepted, why = older(sp)
+			}
+			if accepted {
+				continue
+			}
+			problem := fmt.Sprintf("%s is older in the target (%s) than in the source (%s)", sp, newestRaw, sp.Version)
+			if why != "" {
+				problem += ": " + why
+			}
+			problems = append(problems, problem)
 		}
 	}
 	if len(problems) == 0 {
@@ -192,6 +215,83 @@ func CompareProviders(source, target []Provider) error {
 	}
 	slices.Sort(problems)
 	return &ProviderMismatch{Problems: problems}
+}
+
+// clusterAPIProviders are Cluster API's own providers, whose kinds the
+// operator converts with Cluster API's code (package convert), each with
+// the label clusterctl gives its CRDs (graph.ProviderLabel).
+var clusterAPIProviders = map[Provider]string{
+	{Type: "CoreProvider", Name: "cluster-api"}:     "cluster-api",
+	{Type: "BootstrapProvider", Name: "kubeadm"}:    "bootstrap-kubeadm",
+	{Type: "ControlPlaneProvider", Name: "kubeadm"}: "control-plane-kubeadm",
+}
+
+// maxKindsNamed bounds the kinds a provider's problem names.
+const maxKindsNamed = 3
+
+// joinKinds names the first maxKindsNamed of kinds, and says how many more
+// there are.
+func joinKinds(kinds []string) string {
+	return strings.Join(firstOf(kinds, maxKindsNamed, "kinds"), ", ")
+}
+
+// OlderClusterAPI is the OlderProvider of a move whose kinds go across as
+// kvs say: it accepts an older version in the target of one of Cluster
+// API's own providers (core, kubeadm bootstrap, kubeadm control plane) when
+// every kind of that provider the move carries (its CRDs labelled for it in
+// the source) goes back to an older version the operator converts to
+// (ConversionToOlder): the objects are then written in the older release's
+// API, converted by Cluster API's code, and what that API cannot hold is
+// refused by object and field (CheckGoingBack, against the target's CRDs).
+//
+// Everything else older in the target is refused, as clusterctl refuses
+// it: a provider's kinds convert only in the provider; and a kind of
+// Cluster API stored at one version in both clusters would be written as
+// the newer release wrote it, checked against nothing, for controllers of
+// an older release of that version that may not know its newer fields
+// (a v1.14.0 target of a v1.14.2 source converts nothing at all).
+func OlderClusterAPI(kvs []KindVersion) OlderProvider {
+	return func(p Provider) (bool, string) {
+		label, ok := clusterAPIProviders[Provider{Type: p.Type, Name: p.Name}]
+		if !ok {
+			return false, ""
+		}
+		// The kinds stored at one version in both clusters, and those that
+		// do not go across as a move back takes them, with why.
+		var same, other []string
+		carried := 0
+		for _, kv := range kvs {
+			if kv.Provider != label {
+				continue
+			}
+			carried++
+			kind := graph.KindString(kv.GroupKind)
+			switch {
+			case kv.Refusal != "":
+				other = append(other, fmt.Sprintf("%s cannot go across at all (%s)", kind, kv.Refusal))
+			case kv.Conversion == ConversionNone:
+				same = append(same, kind)
+			case kv.Conversion != ConversionToOlder:
+				other = append(other, fmt.Sprintf("%s goes to the newer %s", kind, kv.Target))
+			}
+		}
+		const rule = "Cluster API's own providers may be older in the target only when the move converts each of their kinds back to the older version the target stores it at"
+		if carried == 0 {
+			return false, fmt.Sprintf("%s, and the source has no kind labelled %s=%s", rule, graph.ProviderLabel, label)
+		}
+		var stops []string
+		if len(same) > 0 {
+			stops = append(stops, fmt.Sprintf("it does not convert %s, stored at one version in both clusters (where an older release's controllers may not know the fields a newer one writes)",
+				joinKinds(same)))
+		}
+		if len(other) > 0 {
+			stops = append(stops, joinKinds(other))
+		}
+		if len(stops) > 0 {
+			return false, fmt.Sprintf("%s, and %s", rule, strings.Join(stops, "; "))
+		}
+		return true, ""
+	}
 }
 
 func parseVersion(p Provider) (*version.Version, error) {

@@ -21,6 +21,10 @@ type KindVersion struct {
 	GroupKind schema.GroupKind
 	// Resource is the plural resource name, for messages.
 	Resource string
+	// Provider is the provider that installed the kind in the source, by
+	// the label clusterctl gives its CRD (graph.ProviderLabel:
+	// "cluster-api", "bootstrap-kubeadm"); empty when unlabelled.
+	Provider string
 	// Source is the version the source stores the kind at; Target the
 	// target's, empty when the target does not serve the kind.
 	Source, Target string
@@ -93,7 +97,7 @@ func KindVersions(source, target *graph.Types) []KindVersion {
 			continue // Secrets and ConfigMaps
 		}
 		gk := st.GVK.GroupKind()
-		kv := KindVersion{GroupKind: gk, Resource: st.Resource, Source: st.GVK.Version}
+		kv := KindVersion{GroupKind: gk, Resource: st.Resource, Provider: st.Provider, Source: st.GVK.Version}
 		tt, ok := target.Lookup(gk)
 		if !ok {
 			kv.Refusal = RefusalNotInTarget

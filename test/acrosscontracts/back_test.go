@@ -35,18 +35,21 @@ import (
 // TestAClusterAPIV114FleetMovesBackIntoV110ConvertedByTheOperator moves
 // converttest's fleet as a Cluster API v1.14 management cluster holds it
 // (every object at v1beta2, statuses included) back into a target that
-// stores Cluster API's kinds at v1beta1, as v1.10 does. The move ends
-// Done, and every object is in the target at v1beta1 (ExtensionConfig
-// v1alpha1) as Cluster API's own conversion makes it, its references
-// naming the versions the target stores the referenced kinds at, its owner
-// references rewired to the copies at v1beta1, and without the
-// conversion-data annotation.
+// stores Cluster API's kinds at v1beta1, and whose clusterctl inventory
+// records Cluster API's providers at v1.10.9, as v1.10 does: the providers
+// check lets them be older than the source's, since the move converts each
+// of their kinds back. The move ends Done, and every object is in the
+// target at v1beta1 (ExtensionConfig v1alpha1) as Cluster API's own
+// conversion makes it, its references naming the versions the target
+// stores the referenced kinds at, its owner references rewired to the
+// copies at v1beta1, and without the conversion-data annotation.
 func TestAClusterAPIV114FleetMovesBackIntoV110ConvertedByTheOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	newerClusterAPIInSource(t)
 	olderClusterAPIInTarget(t)
+	olderClusterAPIInventoryInTarget(t)
 	source, target := clients(t)
 	ns := testenv.NewNamespace(t, movetest.Env.Source, "back")
 	before := createNewerFleet(t, ctx, source, ns, v110CanHold)
@@ -164,13 +167,16 @@ var v110CanHold = map[string]map[string]any{"MachineHealthCheck/prod-md-0-unheal
 // has and v1.10's CRD does not (its API server would drop it): Validating
 // refuses the move naming the kinds, the objects and the fields, reason
 // FieldsNotInOlderVersion, before any controller is stopped, and nothing
-// is written in either cluster.
+// is written in either cluster. The target's inventory records Cluster
+// API v1.10.9, as a real one does: the providers check lets it through,
+// and the fields alone refuse the move.
 func TestAFleetHoldingWhatV1beta1CannotHoldIsRefusedBeforeAnythingStops(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	newerClusterAPIInSource(t)
 	olderClusterAPIInTarget(t)
+	olderClusterAPIInventoryInTarget(t)
 	source, _ := clients(t)
 	ns := testenv.NewNamespace(t, movetest.Env.Source, "back-refused")
 	machine := ""
@@ -205,6 +211,104 @@ func TestAFleetHoldingWhatV1beta1CannotHoldIsRefusedBeforeAnythingStops(t *testi
 	movetest.AssertNothingWritten(g, failed)
 	for key, o := range fleet {
 		g.Expect(source.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopy())).To(Succeed(), "%s is still in the source", key)
+	}
+}
+
+// TestAnOlderClusterAPIThatStoresItsKindsAsTheSourceIsRefusedBeforeAnythingStops
+// moves the fleet into a target whose clusterctl inventory records Cluster
+// API's providers at v1.10.9 but whose CRDs are v1.14's, storing every
+// kind at v1beta2 as the source does: nothing converts back, so nothing
+// shows the older providers' API is what the move writes (as with an
+// older patch release of one contract, whose controllers may not know the
+// newer one's fields). Validating refuses the move as clusterctl would,
+// reason ProviderMissing, naming each provider, both versions and the
+// kinds that stop it, before any controller is stopped; nothing is
+// written in either cluster.
+func TestAnOlderClusterAPIThatStoresItsKindsAsTheSourceIsRefusedBeforeAnythingStops(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	newerClusterAPIInSource(t)
+	olderClusterAPIInventoryInTarget(t)
+	source, _ := clients(t)
+	ns := testenv.NewNamespace(t, movetest.Env.Source, "older-inventory")
+	fleet := createNewerFleet(t, ctx, source, ns, v110CanHold)
+	t.Cleanup(func() { removeFleet(t, ns, fleet) })
+	before := movetest.StateOf(ctx, g)
+
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	mo := movetest.NewMoveOperation(t, movetest.OpsNamespace(t), "older-inventory", movev1alpha1.MoveOperationSpec{
+		Target: movetest.TargetRef("target"), Namespaces: []string{ns}, ObjectStatusPolicy: movev1alpha1.ObjectStatusCarry,
+	})
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
+
+	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonProviderMissing), failed.Status.FailureMessage)
+	t.Logf("refused: %s", failed.Status.FailureMessage)
+	for _, says := range []string{
+		"CoreProvider cluster-api is older in the target (" + olderCAPI + ")",
+		"BootstrapProvider kubeadm is older in the target (" + olderCAPI + ")",
+		"ControlPlaneProvider kubeadm is older in the target (" + olderCAPI + ")",
+		"only when the move converts each of their kinds back",
+		"it does not convert Cluster.cluster.x-k8s.io", "KubeadmConfig.bootstrap.cluster.x-k8s.io", "KubeadmControlPlane.controlplane.cluster.x-k8s.io",
+		"stored at one version in both clusters",
+		"at the same or a newer version",
+	} {
+		g.Expect(failed.Status.FailureMessage).To(ContainSubstring(says))
+	}
+	g.Expect(failed.Status.Plan).NotTo(BeNil())
+	g.Expect(failed.Status.Plan.Versions).To(ContainElement(
+		movev1alpha1.KindVersion{Kind: "Cluster.cluster.x-k8s.io", Source: "v1beta2", Target: "v1beta2", Conversion: movev1alpha1.ConversionNone}))
+	g.Expect(failed.Status.Controllers).To(BeEmpty(), "no controller was recorded, so none was stopped")
+	g.Expect(movetest.StateOf(ctx, g)).To(Equal(before), "the controllers and webhooks of both clusters are as they were")
+	movetest.AssertNothingWritten(g, failed)
+	for key, o := range fleet {
+		g.Expect(source.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopy())).To(Succeed(), "%s is still in the source", key)
+	}
+}
+
+// clusterAPIProviders are Cluster API's own providers, by the type and the
+// name clusterctl's inventory records them with.
+var clusterAPIProviders = [][2]string{{"CoreProvider", "cluster-api"}, {"BootstrapProvider", "kubeadm"}, {"ControlPlaneProvider", "kubeadm"}}
+
+// olderClusterAPIInventoryInTarget makes the target's clusterctl inventory
+// record Cluster API's own providers at olderCAPI until the test ends, as
+// a v1.10 management cluster's does; the rest of the inventory, and what
+// the providers run, stay as they are. At the end each gets back the
+// version it recorded.
+func olderClusterAPIInventoryInTarget(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	c := movetest.Env.Target.Client
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "ProviderList"})
+	if err := c.List(ctx, list); err != nil {
+		t.Fatalf("listing the target's clusterctl inventory: %v", err)
+	}
+	var changed []string
+	for i := range list.Items {
+		p := &list.Items[i]
+		typ, _, _ := unstructured.NestedString(p.Object, "type")
+		name, _, _ := unstructured.NestedString(p.Object, "providerName")
+		if !slices.Contains(clusterAPIProviders, [2]string{typ, name}) {
+			continue
+		}
+		was, _, _ := unstructured.NestedString(p.Object, "version")
+		setInventoryVersion(t, c, p, olderCAPI)
+		t.Cleanup(func() { setInventoryVersion(t, c, p, was) })
+		changed = append(changed, fmt.Sprintf("%s %s (%s)", typ, name, was))
+	}
+	if len(changed) != len(clusterAPIProviders) {
+		t.Fatalf("the target's clusterctl inventory records %d of Cluster API's %d providers (%s)", len(changed), len(clusterAPIProviders), strings.Join(changed, ", "))
+	}
+	t.Logf("the target's clusterctl inventory records %s at %s instead", strings.Join(changed, ", "), olderCAPI)
+}
+
+// setInventoryVersion sets the version an inventory Provider records.
+func setInventoryVersion(t *testing.T, c client.Client, p *unstructured.Unstructured, version string) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"version":%q}`, version)
+	if err := c.Patch(context.Background(), p.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Errorf("setting the version of the inventory's Provider %s/%s to %s: %v", p.GetNamespace(), p.GetName(), version, err)
 	}
 }
 
