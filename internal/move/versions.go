@@ -50,7 +50,49 @@ func (c *Copier) toTargetVersion(ctx context.Context, o *graph.Object, src *unst
 	if version.CompareKubeAwareVersionStrings(to.Version, from.Version) < 0 {
 		dropConversionData(converted)
 	}
+	c.retargetReferences(converted)
 	return converted, nil
+}
+
+// retargetReferences makes every reference in u's spec that names its
+// kind's API version (a map holding apiVersion and kind: a ClusterClass's
+// templateRefs and the selectors of its patches, which its webhook wants
+// equal, a v1beta1 infrastructureRef or configRef) name the version the
+// target stores that kind at, when the move converts that kind;
+// references to other kinds are left as they are. Cluster API's
+// conversion keeps such a version as the source had it, which in the
+// target names a version the kind is not stored at: the target's
+// controllers would read the kind through its conversion webhook, and
+// Cluster API v1.14's topology controller, reading a ClusterClass's
+// templates at v1beta1, computes a control plane whose kubeadm arguments
+// differ from the ones it owns and rolls the control plane out (found with
+// a v1.10 ClusterClass-based cluster moved into v1.14, test/upgradebymoving).
+// An upgrade in place leaves these references to the user; a move writes
+// them as the target's controllers expect them, as the owner references.
+func (c *Copier) retargetReferences(u *unstructured.Unstructured) {
+	if spec, ok := u.Object["spec"].(map[string]any); ok {
+		c.retargetIn(spec)
+	}
+}
+
+func (c *Copier) retargetIn(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		apiVersion, isRef := v["apiVersion"].(string)
+		kind, hasKind := v["kind"].(string)
+		if isRef && hasKind {
+			if gv, err := schema.ParseGroupVersion(apiVersion); err == nil && c.plan.Converts(gv.WithKind(kind)) {
+				v["apiVersion"] = c.plan.TargetGVK(gv.WithKind(kind)).GroupVersion().String()
+			}
+		}
+		for _, e := range v {
+			c.retargetIn(e)
+		}
+	case []any:
+		for _, e := range v {
+			c.retargetIn(e)
+		}
+	}
 }
 
 // dropConversionData removes from an object converted back the annotation

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -363,6 +364,25 @@ func TestACopyIntoANewerClusterAPIConvertsEachObjectAndTouchesTheTargetOnlyAtIts
 			// Statuses are carried, generations mapped to the copy's.
 			mapGenerations(statusOf(want), src.GetGeneration(), 0)
 			mapGenerations(statusOf(got), src.GetGeneration(), 0)
+			if to.Kind == "ClusterClass" {
+				// Its references to templates of kinds the move converts
+				// (and the selectors of its patches, which its webhook
+				// wants equal to them) name the target's version; the
+				// others stay as they were.
+				for path, wantVersion := range map[string]string{
+					"spec.patches[0].definitions[0].selector":                       "controlplane.cluster.x-k8s.io/v1beta2",
+					"spec.controlPlane.templateRef":                                 "controlplane.cluster.x-k8s.io/v1beta2",
+					"spec.workers.machineDeployments[0].bootstrap.templateRef":      "bootstrap.cluster.x-k8s.io/v1beta2",
+					"spec.infrastructure.templateRef":                               "infrastructure.cluster.x-k8s.io/v1beta1",
+					"spec.workers.machineDeployments[0].infrastructure.templateRef": "infrastructure.cluster.x-k8s.io/v1beta1",
+				} {
+					ref := refAt(t, got.Object, path)
+					if ref["apiVersion"] != wantVersion {
+						t.Errorf("%s names %v, want %s", path, ref["apiVersion"], wantVersion)
+					}
+					refAt(t, want.Object, path)["apiVersion"] = wantVersion
+				}
+			}
 			if diff := cmp.Diff(want.Object, got.Object); diff != "" {
 				t.Errorf("the copy is not the conversion of the source (-convert.Convert +copy):\n%s", diff)
 			}
@@ -532,4 +552,32 @@ func statusOf(u *unstructured.Unstructured) map[string]any {
 		return map[string]any{}
 	}
 	return s
+}
+
+// refAt returns the map at a dotted path of obj, where "name[i]" indexes a
+// list; the test fails if there is none.
+func refAt(t *testing.T, obj map[string]any, path string) map[string]any {
+	t.Helper()
+	var cur any = obj
+	for _, part := range strings.Split(path, ".") {
+		name, index, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			t.Fatalf("%s: no map at %s", path, part)
+		}
+		cur = m[name]
+		if indexed {
+			list, _ := cur.([]any)
+			i, err := strconv.Atoi(index)
+			if err != nil || i >= len(list) {
+				t.Fatalf("%s: no element %s", path, part)
+			}
+			cur = list[i]
+		}
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		t.Fatalf("%s: not a map", path)
+	}
+	return m
 }

@@ -121,6 +121,9 @@ func TestAClusterAPIV110FleetMovesIntoV114ConvertedByTheOperatorWhileTheTargetsW
 			if err != nil {
 				t.Fatal(err)
 			}
+			// References that name a version (a ClusterClass's templates)
+			// name the one the target stores the referenced kind at.
+			atTargetVersions(t, ctx, target, want.Object["spec"])
 			var wantRefs []metav1.OwnerReference
 			for _, ref := range src.GetOwnerReferences() {
 				gv, _ := schema.ParseGroupVersion(ref.APIVersion)
@@ -313,6 +316,35 @@ func targetGVK(t *testing.T, ctx context.Context, c client.Client, gvk schema.Gr
 		t.Fatalf("the storage version of %s: %v", gvk.GroupKind(), err)
 	}
 	return gvk.GroupKind().WithVersion(v)
+}
+
+// atTargetVersions sets, in v (an object's spec), the apiVersion of every
+// reference or selector that names one (apiVersion and kind) to the version the
+// cluster of c stores the referenced kind at, if it serves that kind.
+func atTargetVersions(t *testing.T, ctx context.Context, c client.Client, v any) {
+	t.Helper()
+	switch v := v.(type) {
+	case map[string]any:
+		apiVersion, isRef := v["apiVersion"].(string)
+		kind, hasKind := v["kind"].(string)
+		if isRef && hasKind {
+			gv, err := schema.ParseGroupVersion(apiVersion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plural := strings.ToLower(kind) + "s"
+			if stored, err := storageVersionOf(ctx, c, plural+"."+gv.Group); err == nil {
+				v["apiVersion"] = schema.GroupVersion{Group: gv.Group, Version: stored}.String()
+			}
+		}
+		for _, e := range v {
+			atTargetVersions(t, ctx, c, e)
+		}
+	case []any:
+		for _, e := range v {
+			atTargetVersions(t, ctx, c, e)
+		}
+	}
 }
 
 // comparable is u without what the API server sets and the move rewires

@@ -86,82 +86,56 @@ func ActAsKubelets(ctx context.Context, cl client.Client, w *workload.Server, ns
 	}
 }
 
-// Fleet returns the objects of a v1beta1 Cluster on the loop provider whose control plane
-// is w: its certificate authorities and admin kubeconfig are w's (as
-// kubeadm init would have made them), its control plane uses an external
-// etcd (see package workload for why), one control-plane replica and one
-// worker, no Machine yet.
-func Fleet(w *workload.Server, ns, name string) ([]*unstructured.Unstructured, error) {
+// CreateFleet creates Fleet's objects through c, in order. A Cluster of a
+// ClusterClass is refused by the release's webhook until its topology
+// controller has reconciled the ClusterClass: that create is tried again
+// for up to a minute.
+func CreateFleet(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			err := c.Create(ctx, o)
+			if err == nil {
+				break
+			}
+			if o.GetKind() != "Cluster" || time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("creating %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	return nil
+}
+
+// Shape is how a workload cluster of Fleet is defined.
+type Shape string
+
+const (
+	// Classic: every object created directly.
+	Classic Shape = "classic"
+	// Topology: a Cluster of a ClusterClass (in the same namespace, named
+	// after the cluster), whose KubeadmControlPlane, MachineDeployment and
+	// their templates v1.10's topology controller makes.
+	Topology Shape = "topology"
+)
+
+// Fleet returns the objects of a v1beta1 Cluster on the loop provider,
+// defined as shape says, whose control plane is w: its certificate
+// authorities and admin kubeconfig are w's (as kubeadm init would have
+// made them), its control plane uses an external etcd (see package
+// workload for why), one control-plane replica and one worker, no Machine
+// yet. Templates come before what refers to them.
+func Fleet(w *workload.Server, ns, name string, shape Shape) ([]*unstructured.Unstructured, error) {
 	host, port := w.Endpoint()
-	manifests := fmt.Sprintf(`
-apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
-kind: LoopCluster
-metadata: {name: %[1]s}
-spec: {}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
-kind: LoopMachineTemplate
-metadata: {name: %[1]s-cp}
-spec: {template: {spec: {flavor: medium}}}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
-kind: LoopMachineTemplate
-metadata: {name: %[1]s-md}
-spec: {template: {spec: {flavor: small}}}
----
-apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
-kind: KubeadmConfigTemplate
-metadata: {name: %[1]s-md}
-spec: {template: {spec: {joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: pool=md}}}}}}
----
-apiVersion: controlplane.cluster.x-k8s.io/v1beta1
-kind: KubeadmControlPlane
-metadata: {name: %[1]s-cp}
-spec:
-  replicas: 1
-  version: v1.32.0
-  machineTemplate:
-    infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-cp}
-  kubeadmConfigSpec:
-    # As Cluster API's own templates give them: v1.10's KubeadmControlPlane
-    # compares a Machine's KubeadmConfig, whose InitConfiguration the
-    # bootstrap controller fills in, with its own, and rolls the Machine
-    # out when its own has none.
-    initConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
-    joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
-    clusterConfiguration:
-      apiServer: {certSANs: [%[2]s]}
-      etcd:
-        external:
-          endpoints: ["https://%[2]s:2379"]
-          caFile: /etc/kubernetes/pki/etcd/ca.crt
-          certFile: /etc/kubernetes/pki/apiserver-etcd-client.crt
-          keyFile: /etc/kubernetes/pki/apiserver-etcd-client.key
----
-apiVersion: cluster.x-k8s.io/v1beta1
-kind: Cluster
-metadata: {name: %[1]s}
-spec:
-  clusterNetwork: {pods: {cidrBlocks: [192.168.0.0/16]}}
-  controlPlaneEndpoint: {host: %[2]s, port: %[3]d}
-  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopCluster, name: %[1]s}
-  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlane, name: %[1]s-cp}
----
-apiVersion: cluster.x-k8s.io/v1beta1
-kind: MachineDeployment
-metadata: {name: %[1]s-md}
-spec:
-  clusterName: %[1]s
-  replicas: 1
-  selector: {}
-  template:
-    spec:
-      clusterName: %[1]s
-      version: v1.32.0
-      bootstrap:
-        configRef: {apiVersion: bootstrap.cluster.x-k8s.io/v1beta1, kind: KubeadmConfigTemplate, name: %[1]s-md}
-      infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-md}
-`, name, host, port)
+	var manifests string
+	switch shape {
+	case Classic:
+		manifests = fmt.Sprintf(classicManifests, name, host, port)
+	case Topology:
+		manifests = fmt.Sprintf(topologyManifests, name, host, port)
+	default:
+		return nil, fmt.Errorf("no fleet of shape %q", shape)
+	}
 	var objs []*unstructured.Unstructured
 	for _, doc := range strings.Split(manifests, "\n---\n") {
 		o := &unstructured.Unstructured{}
@@ -200,3 +174,150 @@ spec:
 	}
 	return objs, nil
 }
+
+// The manifests of Fleet's shapes: %[1]s is the cluster's name, %[2]s and
+// %[3]d the workload API server's host and port.
+const (
+	classicManifests = `
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopCluster
+metadata: {name: %[1]s}
+spec: {}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopMachineTemplate
+metadata: {name: %[1]s-cp}
+spec: {template: {spec: {flavor: medium}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopMachineTemplate
+metadata: {name: %[1]s-md}
+spec: {template: {spec: {flavor: small}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
+kind: KubeadmConfigTemplate
+metadata: {name: %[1]s-md}
+spec: {template: {spec: {joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: pool=md}}}}}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: KubeadmControlPlane
+metadata: {name: %[1]s-cp}
+spec:
+  replicas: 1
+  version: v1.32.0
+  machineTemplate:
+    infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-cp}
+  kubeadmConfigSpec:
+    # v1.10's KubeadmControlPlane compares a Machine's KubeadmConfig with
+    # its own and rolls the Machine out when they differ: it needs an
+    # initConfiguration, as the bootstrap controller fills the Machine's
+    # in; and no joinConfiguration of its own for one replica, as the
+    # bootstrap controller may give the first Machine an empty one first.
+    initConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
+    clusterConfiguration:
+      apiServer: {certSANs: [%[2]s]}
+      etcd:
+        external:
+          endpoints: ["https://%[2]s:2379"]
+          caFile: /etc/kubernetes/pki/etcd/ca.crt
+          certFile: /etc/kubernetes/pki/apiserver-etcd-client.crt
+          keyFile: /etc/kubernetes/pki/apiserver-etcd-client.key
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: %[1]s}
+spec:
+  clusterNetwork: {pods: {cidrBlocks: [192.168.0.0/16]}}
+  controlPlaneEndpoint: {host: %[2]s, port: %[3]d}
+  infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopCluster, name: %[1]s}
+  controlPlaneRef: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlane, name: %[1]s-cp}
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachineDeployment
+metadata: {name: %[1]s-md}
+spec:
+  clusterName: %[1]s
+  replicas: 1
+  selector: {}
+  template:
+    spec:
+      clusterName: %[1]s
+      version: v1.32.0
+      bootstrap:
+        configRef: {apiVersion: bootstrap.cluster.x-k8s.io/v1beta1, kind: KubeadmConfigTemplate, name: %[1]s-md}
+      infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-md}
+`
+
+	topologyManifests = `
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopClusterTemplate
+metadata: {name: %[1]s}
+spec: {template: {spec: {}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopMachineTemplate
+metadata: {name: %[1]s-cp}
+spec: {template: {spec: {flavor: medium}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopMachineTemplate
+metadata: {name: %[1]s-md}
+spec: {template: {spec: {flavor: small}}}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
+kind: KubeadmConfigTemplate
+metadata: {name: %[1]s-md}
+spec: {template: {spec: {joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: pool=md}}}}}}
+---
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: KubeadmControlPlaneTemplate
+metadata: {name: %[1]s-cp}
+spec:
+  template:
+    spec:
+      kubeadmConfigSpec:
+        # v1.10's KubeadmControlPlane compares a Machine's KubeadmConfig with
+        # its own and rolls the Machine out when they differ: it needs an
+        # initConfiguration, as the bootstrap controller fills the Machine's
+        # in; and no joinConfiguration of its own for one replica, as the
+        # bootstrap controller may give the first Machine an empty one first.
+        initConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
+        clusterConfiguration:
+          apiServer: {certSANs: [%[2]s]}
+          etcd:
+            external:
+              endpoints: ["https://%[2]s:2379"]
+              caFile: /etc/kubernetes/pki/etcd/ca.crt
+              certFile: /etc/kubernetes/pki/apiserver-etcd-client.crt
+              keyFile: /etc/kubernetes/pki/apiserver-etcd-client.key
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: ClusterClass
+metadata: {name: %[1]s}
+spec:
+  infrastructure: {ref: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopClusterTemplate, name: %[1]s}}
+  controlPlane:
+    ref: {apiVersion: controlplane.cluster.x-k8s.io/v1beta1, kind: KubeadmControlPlaneTemplate, name: %[1]s-cp}
+    machineInfrastructure: {ref: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-cp}}
+  workers:
+    machineDeployments:
+    - class: default-worker
+      template:
+        bootstrap: {ref: {apiVersion: bootstrap.cluster.x-k8s.io/v1beta1, kind: KubeadmConfigTemplate, name: %[1]s-md}}
+        infrastructure: {ref: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-md}}
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: %[1]s}
+spec:
+  clusterNetwork: {pods: {cidrBlocks: [192.168.0.0/16]}}
+  controlPlaneEndpoint: {host: %[2]s, port: %[3]d}
+  topology:
+    class: %[1]s
+    version: v1.32.0
+    controlPlane: {replicas: 1}
+    workers:
+      machineDeployments:
+      - {class: default-worker, name: md-0, replicas: 1}
+`
+)

@@ -19,12 +19,14 @@ import (
 
 // TestAV1_10FleetProvisionedOnTheLoopProviderComesUpAndSettles lets Cluster
 // API v1.10.9's released managers and the loop provider (v1beta1 contract)
-// provision a workload cluster from nothing, a KubeadmControlPlane of one
-// and a MachineDeployment of one, whose Nodes register in a workload API
-// server as kubelets would; the cluster becomes Available, and then its
-// controllers leave it alone: no Machine is made again. It is the source a
-// move across contracts starts from, as an older management cluster holds
-// it: every object written by the older release's own controllers.
+// provision two workload clusters from nothing, a classic one and one of a
+// ClusterClass (its topology controller makes the control plane and the
+// MachineDeployment), each a KubeadmControlPlane of one and a
+// MachineDeployment of one, whose Nodes register in a workload API server
+// as kubelets would; both become Available, and then their controllers
+// leave them alone: no Machine is made again. It is the source a move
+// across contracts starts from, as an older management cluster holds it:
+// every object written by the older release's own controllers.
 func TestAV1_10FleetProvisionedOnTheLoopProviderComesUpAndSettles(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -39,11 +41,11 @@ func TestAV1_10FleetProvisionedOnTheLoopProviderComesUpAndSettles(t *testing.T) 
 	})
 
 	ns := newNamespace(t, "fleet")
-	const name = "older"
-	objs, err := capirelease.Fleet(w, ns, name)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, o := range objs {
-		g.Expect(cl.Create(ctx, o)).To(Succeed(), "creating %s %s", o.GetKind(), o.GetName())
+	shapes := map[string]capirelease.Shape{"older": capirelease.Classic, "older-cc": capirelease.Topology}
+	for name, shape := range shapes {
+		objs, err := capirelease.Fleet(w, ns, name, shape)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(capirelease.CreateFleet(ctx, cl, objs)).To(Succeed())
 	}
 	kubeletsCtx, stopKubelets := context.WithCancel(ctx)
 	kubeletsDone := make(chan struct{})
@@ -56,17 +58,27 @@ func TestAV1_10FleetProvisionedOnTheLoopProviderComesUpAndSettles(t *testing.T) 
 	logs := fmt.Sprintf("logs: %s, %s, %s", inst.Provider("cluster-api").LogPath,
 		inst.Provider("control-plane-kubeadm").LogPath, inst.Provider("bootstrap-kubeadm").LogPath)
 	g.Eventually(func(g Gomega) {
-		c := get(g, ctx, ns, "cluster.x-k8s.io/v1beta1", "Cluster", name)
-		g.Expect(v1beta2Condition(c, "Available")).To(Equal("True"), "the Cluster's Available condition: %v", field(c, "status", "v1beta2", "conditions"))
+		for name := range shapes {
+			c := get(g, ctx, ns, "cluster.x-k8s.io/v1beta1", "Cluster", name)
+			g.Expect(v1beta2Condition(c, "Available")).To(Equal("True"), "the Available condition of Cluster %s: %v", name, field(c, "status", "v1beta2", "conditions"))
+		}
 		machines := listMachines(g, ctx, ns)
-		g.Expect(machines).To(HaveLen(2))
+		g.Expect(machines).To(HaveLen(2 * len(shapes)))
 		for _, m := range machines {
 			g.Expect(field(&m, "status", "phase")).To(Equal("Running"), m.GetName())
 			g.Expect(field(&m, "status", "nodeRef", "name")).To(Equal(m.GetName()), m.GetName())
 		}
-		kcp := get(g, ctx, ns, "controlplane.cluster.x-k8s.io/v1beta1", "KubeadmControlPlane", name+"-cp")
-		g.Expect(field(kcp, "status", "ready")).To(Equal(true))
-		g.Expect(field(kcp, "status", "readyReplicas")).To(BeEquivalentTo(1))
+		kcps := &unstructured.UnstructuredList{}
+		kcps.SetAPIVersion("controlplane.cluster.x-k8s.io/v1beta1")
+		kcps.SetKind("KubeadmControlPlaneList")
+		g.Expect(cl.List(ctx, kcps, client.InNamespace(ns))).To(Succeed())
+		g.Expect(kcps.Items).To(HaveLen(len(shapes)))
+		for _, kcp := range kcps.Items {
+			// Not readyReplicas: v1.10 counts the control-plane Nodes of
+			// the workload cluster, and the clusters here share one API
+			// server (package workload).
+			g.Expect(field(&kcp, "status", "ready")).To(Equal(true), kcp.GetName())
+		}
 	}).WithTimeout(4*time.Minute).WithPolling(time.Second).Should(Succeed(), logs)
 
 	made := map[types.UID]string{}
@@ -81,10 +93,12 @@ func TestAV1_10FleetProvisionedOnTheLoopProviderComesUpAndSettles(t *testing.T) 
 		}
 		g.Expect(now).To(Equal(made), "no Machine made again or deleted")
 		g.Expect(vms.VMs()).To(HaveLen(vmsBefore), "no VM created or deleted")
-		c := get(g, ctx, ns, "cluster.x-k8s.io/v1beta1", "Cluster", name)
-		g.Expect(v1beta2Condition(c, "Available")).To(Equal("True"))
+		for name := range shapes {
+			c := get(g, ctx, ns, "cluster.x-k8s.io/v1beta1", "Cluster", name)
+			g.Expect(v1beta2Condition(c, "Available")).To(Equal("True"), name)
+		}
 	}).WithTimeout(20*time.Second).WithPolling(2*time.Second).Should(Succeed(), logs)
-	t.Logf("Cluster API %s: cluster %s Available on %d Machines (%d VMs) and settled", inst.Version, name, len(made), vmsBefore)
+	t.Logf("Cluster API %s: a classic cluster and one of a ClusterClass Available on %d Machines (%d VMs) and settled", inst.Version, len(made), vmsBefore)
 }
 
 // listMachines lists the v1beta1 Machines of ns.

@@ -33,30 +33,33 @@ import (
 const takeoverWindow = 45 * time.Second
 
 // TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced upgrades
-// by moving: a workload cluster that Cluster API v1.10.9's own managers
-// provisioned on the loop provider (a KubeadmControlPlane of one, a
-// MachineDeployment of one, each Machine's Node in the workload API
-// server) is moved, statuses carried, by the operator as users install it
-// into a management cluster running Cluster API v1.14.2. The operator
-// converts every Cluster API object from v1beta1 with Cluster API's code
-// while both clusters' providers are at zero. Then v1.14.2's controllers
-// take the cluster over: it is Available for 45 s, every Machine Running
-// and up to date with its KubeadmControlPlane or MachineDeployment (no
-// rollout), and nothing was made again: the same Machines, MachineSets,
-// KubeadmConfigs, LoopMachines and Secrets by name, no VM created, deleted
-// or powered off, no Machine created or deleted by any controller, the
-// same Nodes by UID.
+// by moving: two workload clusters that Cluster API v1.10.9's own managers
+// provisioned on the loop provider, a classic one and one of a
+// ClusterClass (each a KubeadmControlPlane of one and a MachineDeployment
+// of one, each Machine's Node in the workload API server), are moved,
+// statuses carried, by the operator as users install it into a management
+// cluster running Cluster API v1.14.2. The operator converts every Cluster
+// API object from v1beta1 with Cluster API's code while both clusters'
+// providers are at zero. Then v1.14.2's controllers take the clusters
+// over: they are Available for 45 s, every Machine Running and up to date
+// with its KubeadmControlPlane or MachineDeployment (no rollout), and
+// nothing was made again: the same Machines, MachineSets, KubeadmConfigs,
+// LoopMachines, machine templates and Secrets by name, no VM created,
+// deleted or powered off, no Machine created or deleted by any controller,
+// the same Nodes by UID.
 func TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	ns := testenv.NewNamespace(t, env.Source, "upgrade")
 	t.Cleanup(func() { deleteNamespace(t, env.Target, ns) })
-	const name = "older"
-	objs, err := capirelease.Fleet(env.Workload, ns, name)
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, o := range objs {
-		g.Expect(env.Source.Client.Create(ctx, o)).To(Succeed(), "creating %s %s", o.GetKind(), o.GetName())
+	shapes := map[string]capirelease.Shape{"older": capirelease.Classic, "older-cc": capirelease.Topology}
+	clusters := []fleet.WorkloadCluster{}
+	for name, shape := range shapes {
+		objs, err := capirelease.Fleet(env.Workload, ns, name, shape)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(capirelease.CreateFleet(ctx, env.Source.Client, objs)).To(Succeed())
+		clusters = append(clusters, fleet.WorkloadCluster{Namespace: ns, Name: name})
 	}
 
 	// v1.10.9 provisions the cluster, and leaves it alone once it is up.
@@ -69,10 +72,12 @@ func TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced(t *testing.T)
 	defer func() { stopKubelets(); <-kubeletsDone }()
 	logs := "logs: " + env.LogDirs()
 	g.Eventually(func(g Gomega) {
-		c := get(g, ctx, env.Source, "cluster.x-k8s.io/v1beta1", "Cluster", ns, name)
-		g.Expect(olderCondition(c, "Available")).To(Equal("True"), "the Cluster's Available condition")
+		for name := range shapes {
+			c := get(g, ctx, env.Source, "cluster.x-k8s.io/v1beta1", "Cluster", ns, name)
+			g.Expect(olderCondition(c, "Available")).To(Equal("True"), "the Available condition of Cluster %s", name)
+		}
 		machines := list(g, ctx, env.Source, "cluster.x-k8s.io/v1beta1", "Machine", ns)
-		g.Expect(machines).To(HaveLen(2))
+		g.Expect(machines).To(HaveLen(2 * len(shapes)))
 		for _, m := range machines {
 			g.Expect(m.Object).To(HaveKeyWithValue("status", HaveKeyWithValue("phase", "Running")), m.GetName())
 		}
@@ -85,9 +90,9 @@ func TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced(t *testing.T)
 	<-kubeletsDone
 	before := state(g, ctx, env.Source, "v1beta1", ns)
 	nodes := nodeUIDs(g, ctx)
-	g.Expect(nodes).To(HaveLen(2))
-	t.Logf("Cluster API %s provisioned cluster %s: %d Machines, %d MachineSets, %d KubeadmConfigs, %d LoopMachines, %d Secrets",
-		env.Source.Release.Version, name, len(before.Machines), len(before.MachineSets), len(before.KubeadmConfigs), len(before.LoopMachines), len(before.Secrets))
+	g.Expect(nodes).To(HaveLen(2 * len(shapes)))
+	t.Logf("Cluster API %s provisioned a classic cluster and one of a ClusterClass: %d Machines, %d MachineSets, %d KubeadmConfigs, %d LoopMachines, %d templates, %d Secrets",
+		env.Source.Release.Version, len(before.Machines), len(before.MachineSets), len(before.KubeadmConfigs), len(before.LoopMachines), len(before.Templates), len(before.Secrets))
 
 	// The move, by the operator as users install it.
 	mark := takeover.MarkNow(env)
@@ -115,7 +120,7 @@ func TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced(t *testing.T)
 	// v1.14.2 takes it over. The statuses were carried, Available among
 	// them: what shows that the target's controllers have taken each object
 	// over is a write of theirs to it since they started again.
-	f := &fleet.Fleet{Namespaces: []string{ns}, Clusters: []fleet.WorkloadCluster{{Namespace: ns, Name: name}}}
+	f := &fleet.Fleet{Namespaces: []string{ns}, Clusters: clusters}
 	keep := takeover.InFleet(f)
 	restarted := tl.Reached(string(movev1alpha1.PhaseRestoringTarget))
 	g.Expect(restarted).NotTo(BeZero())
@@ -148,13 +153,16 @@ func TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced(t *testing.T)
 		tookOver.Sub(tl.Ended).Round(time.Millisecond), takeoverWindow)
 
 	after := state(g, ctx, env.Target, "v1beta2", ns)
-	g.Expect(after).To(Equal(before), "the same Machines (and providerIDs), MachineSets, KubeadmConfigs, LoopMachines and Secrets")
+	g.Expect(after).To(Equal(before), "the same Machines (and providerIDs), MachineSets, KubeadmConfigs, LoopMachines, templates (no topology rollout) and Secrets")
 	g.Expect(nodeUIDs(g, ctx)).To(Equal(nodes), "the same Nodes")
 	churn := takeover.ChurnSince(env, mark, keep)
 	g.Expect(churn.VMs).To(BeEmpty(), "no VM created, deleted or powered off")
 	g.Expect(churn.Machines).To(BeEmpty(), "no Machine created or deleted by a controller")
 	var made []capiprovider.Write
 	for _, w := range takeover.Writes(env.Target, mark.TargetWrites(), keep) {
+		if w.Kind == "Event" {
+			continue // what the controllers report, not part of the cluster
+		}
 		if (takeover.Created(w) || w.Verb == "delete") && w.Succeeded() {
 			made = append(made, w)
 		}
@@ -197,6 +205,7 @@ func expectStoppedBetween(t *testing.T, from, to time.Time) {
 // target, that its controllers reconcile.
 var takenOver = []struct{ apiVersion, kind string }{
 	{"cluster.x-k8s.io/v1beta2", "Cluster"},
+	{"cluster.x-k8s.io/v1beta2", "ClusterClass"},
 	{"cluster.x-k8s.io/v1beta2", "MachineDeployment"},
 	{"cluster.x-k8s.io/v1beta2", "MachineSet"},
 	{"cluster.x-k8s.io/v1beta2", "Machine"},
@@ -241,6 +250,9 @@ type fleetState struct {
 	// Machines maps each Machine to its providerID.
 	Machines                                           map[string]string
 	MachineSets, KubeadmConfigs, LoopMachines, Secrets []string
+	// Templates are the machine templates: the topology controller
+	// rotates them (new names) when it rolls a cluster out.
+	Templates []string
 }
 
 // state reads the cluster's machine objects of ns, Cluster API's kinds at
@@ -262,6 +274,8 @@ func state(g Gomega, ctx context.Context, m *testenv.Management, version, ns str
 	s.KubeadmConfigs = names("bootstrap.cluster.x-k8s.io/"+version, "KubeadmConfig")
 	s.LoopMachines = names(loopprovider.GroupVersion.String(), loopprovider.MachineKind)
 	s.Secrets = names("v1", "Secret")
+	s.Templates = append(names(loopprovider.GroupVersion.String(), loopprovider.MachineTemplateKind),
+		names("bootstrap.cluster.x-k8s.io/"+version, "KubeadmConfigTemplate")...)
 	return s
 }
 
