@@ -4,5 +4,5 @@
 // (testenv.Options.OlderClusterAPIInSource) is moved by the operator, as
 // users install it, into a target running Cluster API v1.14.2, converted on
 // the way, and the target's controllers take it over with no Machine
-// replaced. The package has no code of its own.
+// replaced; and back. The package has no code of its own.
 package upgradebymoving

@@ -32,7 +32,7 @@ import (
 // nothing made again, once the target's controllers have taken it over.
 const takeoverWindow = 45 * time.Second
 
-// TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced upgrades
+// TestAV1_10FleetMovedIntoV1_14AndBackIsTakenOverWithNoMachineReplaced upgrades
 // by moving: two workload clusters that Cluster API v1.10.9's own managers
 // provisioned on the loop provider, a classic one and one of a
 // ClusterClass (each a KubeadmControlPlane of one and a MachineDeployment
@@ -46,8 +46,10 @@ const takeoverWindow = 45 * time.Second
 // nothing was made again: the same Machines, MachineSets, KubeadmConfigs,
 // LoopMachines, machine templates and Secrets by name, no VM created,
 // deleted or powered off, no Machine created or deleted by any controller,
-// the same Nodes by UID.
-func TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced(t *testing.T) {
+// the same Nodes by UID. Then the operator installed in the newer cluster
+// moves them back, converted back to v1beta1, and v1.10.9's controllers
+// take them over again with the same guarantees.
+func TestAV1_10FleetMovedIntoV1_14AndBackIsTakenOverWithNoMachineReplaced(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -170,6 +172,73 @@ func TestAV1_10FleetMovedIntoV1_14IsTakenOverWithNoMachineReplaced(t *testing.T)
 	g.Expect(made).To(BeEmpty(), "the target's controllers created or deleted nothing of the cluster")
 	t.Logf("UPGRADE BY MOVING: Cluster API %s -> v1.14.2, no Machine, KubeadmConfig, infrastructure machine, bootstrap Secret, VM or Node made again",
 		env.Source.Release.Version)
+
+	// And back, by the operator installed in the newer cluster: Cluster
+	// API's kinds converted back to v1beta1, v1.10.9's controllers take the
+	// clusters over again with nothing made again.
+	g.Expect(t.Run("and back into v1.10", func(t *testing.T) {
+		g := NewWithT(t)
+		markBack := takeover.MarkNow(env)
+		back := startOperatorIn(t, env.Target, env.Source)
+		tl, mo, err := back.Move(ctx, nil, "back", []string{ns}, func(spec *movev1alpha1.MoveOperationSpec) {
+			spec.ObjectStatusPolicy = movev1alpha1.ObjectStatusCarry
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(mo.Status.Phase).To(Equal(movev1alpha1.PhaseDone), "%s: %s", mo.Status.FailureReason, mo.Status.FailureMessage)
+		t.Logf("moved back in %s: %s", tl.Ended.Sub(tl.Began).Round(time.Millisecond), tl)
+		g.Expect(mo.Status.Plan.Versions).To(ContainElement(movev1alpha1.KindVersion{
+			Kind: "KubeadmControlPlane.controlplane.cluster.x-k8s.io", Source: "v1beta2", Target: "v1beta1", Conversion: movev1alpha1.ConversionToOlder,
+		}))
+		copying := tl.Reached(string(movev1alpha1.PhaseCopying))
+		g.Expect(copying).NotTo(BeZero())
+		expectStoppedBetween(t, copying, tl.Reached(string(movev1alpha1.PhaseRestoringTarget)))
+
+		// v1.10.9's managers run again (as processes, whose writes are
+		// not logged here): the clusters must then be Available and stay
+		// as they are for the window.
+		restarted := tl.Reached(string(movev1alpha1.PhaseRestoringTarget))
+		for _, p := range env.Source.Release.Providers {
+			runs := p.Runs()
+			g.Expect(runs).NotTo(BeEmpty())
+			last := runs[len(runs)-1]
+			g.Expect(last.Started).To(BeTemporally(">", restarted), "%s runs again after the move", p.Name)
+			g.Expect(last.Stopped.IsZero()).To(BeTrue(), "%s runs again after the move (log: %s)", p.Name, p.LogPath)
+		}
+		g.Eventually(func(g Gomega) {
+			for _, wc := range clusters {
+				c := get(g, ctx, env.Source, "cluster.x-k8s.io/v1beta1", "Cluster", ns, wc.Name)
+				g.Expect(olderCondition(c, "Available")).To(Equal("True"), "the Available condition of Cluster %s", wc.Name)
+				g.Expect(c.GetFinalizers()).To(ContainElement("cluster.cluster.x-k8s.io"))
+			}
+			for _, m := range list(g, ctx, env.Source, "cluster.x-k8s.io/v1beta1", "Machine", ns) {
+				g.Expect(m.Object).To(HaveKeyWithValue("status", HaveKeyWithValue("phase", "Running")), m.GetName())
+			}
+		}).WithContext(ctx).WithTimeout(3*time.Minute).WithPolling(2*time.Second).Should(Succeed(), logs)
+		g.Consistently(func(g Gomega) {
+			for _, wc := range clusters {
+				c := get(g, ctx, env.Source, "cluster.x-k8s.io/v1beta1", "Cluster", ns, wc.Name)
+				g.Expect(olderCondition(c, "Available")).To(Equal("True"), wc.Name)
+			}
+			for _, kind := range []string{"KubeadmControlPlane", "MachineDeployment"} {
+				group := "cluster.x-k8s.io"
+				if kind == "KubeadmControlPlane" {
+					group = "controlplane.cluster.x-k8s.io"
+				}
+				for _, o := range list(g, ctx, env.Source, group+"/v1beta1", kind, ns) {
+					replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+					updated, _, _ := unstructured.NestedInt64(o.Object, "status", "updatedReplicas")
+					g.Expect(updated).To(Equal(replicas), "%s %s: every Machine up to date, no rollout", kind, o.GetName())
+				}
+			}
+			g.Expect(state(g, ctx, env.Source, "v1beta1", ns)).To(Equal(before), "nothing made again")
+		}).WithContext(ctx).WithTimeout(takeoverWindow).WithPolling(5*time.Second).Should(Succeed(), logs)
+		g.Expect(nodeUIDs(g, ctx)).To(Equal(nodes), "the same Nodes")
+		churn := takeover.ChurnSince(env, markBack, keep)
+		g.Expect(churn.VMs).To(BeEmpty(), "no VM created, deleted or powered off")
+		g.Expect(churn.Machines).To(BeEmpty(), "no Machine created or deleted by a controller")
+		t.Logf("AND BACK: v1.14.2 -> Cluster API %s, no Machine, KubeadmConfig, infrastructure machine, bootstrap Secret, VM or Node made again",
+			env.Source.Release.Version)
+	})).To(BeTrue())
 }
 
 // expectStoppedBetween fails the test if a provider's controllers ran in
@@ -323,6 +392,13 @@ func nodeUIDs(g Gomega, ctx context.Context) map[string]types.UID {
 // moving to the target, and stops it when the test ends.
 func startOperator(t *testing.T) *mover.Operator {
 	t.Helper()
+	return startOperatorIn(t, env.Source, env.Target)
+}
+
+// startOperatorIn starts the operator as users install it in source,
+// moving to target, and stops it when the test ends.
+func startOperatorIn(t *testing.T, source, target *testenv.Management) *mover.Operator {
+	t.Helper()
 	root, err := testenv.RepositoryRoot("go test ./test/upgradebymoving/")
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +406,7 @@ func startOperator(t *testing.T) *mover.Operator {
 	// Building the image, when make test has not, takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	op, err := mover.StartOperatorIn(ctx, env.Source, env.Target, root, t.TempDir())
+	op, err := mover.StartOperatorIn(ctx, source, target, root, t.TempDir())
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
 	}
