@@ -196,6 +196,36 @@ func TestAProvidersKindStoredAtAnotherVersionInEachClusterIsRefusedBeforeAnythin
 	movetest.AssertNothingWritten(g, failed)
 }
 
+// TestAKindTheTargetDoesNotServeIsRefusedBeforeAnythingStops gives the
+// source a provider's kind the target does not serve at all: Validating
+// refuses the move naming the kind and what to install, reason
+// CRDMismatch, the plan listing it NotInTarget beside Cluster API's kinds
+// that convert, and no controller is stopped, nothing written.
+func TestAKindTheTargetDoesNotServeIsRefusedBeforeAnythingStops(t *testing.T) {
+	g := NewWithT(t)
+	olderClusterAPIInSource(t)
+	installGadgets(t, movetest.Env.Source.Client, "v1alpha1")
+	before := movetest.StateOf(context.Background(), g)
+
+	movetest.StartOperator(t, movetest.OperatorOptions{})
+	ns := testenv.NewNamespace(t, movetest.Env.Source, "nogadgets")
+	mo := movetest.NewMoveOperation(t, movetest.OpsNamespace(t), "nogadgets", movev1alpha1.MoveOperationSpec{Target: movetest.TargetRef("target"), Namespaces: []string{ns}})
+	failed, _ := movetest.WaitForPhase(t, mo, movev1alpha1.PhaseFailed, 2*time.Minute)
+
+	g.Expect(failed.Status.FailureReason).To(Equal(movev1alpha1.ReasonCRDMismatch))
+	for _, says := range []string{"gadgets", "Gadget.infrastructure.cluster.x-k8s.io", "not served by the target", "install there the provider"} {
+		g.Expect(failed.Status.FailureMessage).To(ContainSubstring(says))
+	}
+	g.Expect(failed.Status.Plan).NotTo(BeNil())
+	g.Expect(failed.Status.Plan.Versions).To(ContainElements(
+		movev1alpha1.KindVersion{Kind: "Gadget.infrastructure.cluster.x-k8s.io", Source: "v1alpha1", Refusal: movev1alpha1.RefusalNotInTarget},
+		movev1alpha1.KindVersion{Kind: "Cluster.cluster.x-k8s.io", Source: "v1beta1", Target: "v1beta2", Conversion: movev1alpha1.ConversionToNewer},
+	))
+	g.Expect(failed.Status.Controllers).To(BeEmpty(), "no controller was recorded, so none was stopped")
+	g.Expect(movetest.StateOf(context.Background(), g)).To(Equal(before), "the controllers and webhooks of both clusters are as they were")
+	movetest.AssertNothingWritten(g, failed)
+}
+
 // clients returns clients of both clusters that read and write
 // unstructured objects at the versions they are asked for.
 func clients(t *testing.T) (source, target client.Client) {
@@ -397,6 +427,15 @@ func installGadgets(t *testing.T, c client.Client, version string) {
 		if err := c.Delete(context.Background(), crd); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting the Gadget CRD: %v", err)
 		}
+		// Gone before the next test installs it again.
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}); apierrors.IsNotFound(err) {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Errorf("the Gadget CRD is still there a minute after its deletion")
 	})
 }
 
