@@ -130,9 +130,9 @@ func Fleet(w *workload.Server, ns, name string, shape Shape) ([]*unstructured.Un
 	var manifests string
 	switch shape {
 	case Classic:
-		manifests = fmt.Sprintf(classicManifests, name, host, port)
+		manifests = fmt.Sprintf(classicManifests, name, host, port, controlPlaneKubeadm(host))
 	case Topology:
-		manifests = fmt.Sprintf(topologyManifests, name, host, port)
+		manifests = fmt.Sprintf(topologyManifests, name, host, port, controlPlaneKubeadm(host))
 	default:
 		return nil, fmt.Errorf("no fleet of shape %q", shape)
 	}
@@ -175,15 +175,27 @@ func Fleet(w *workload.Server, ns, name string, shape Shape) ([]*unstructured.Un
 	return objs, nil
 }
 
-// The manifests of Fleet's shapes: %[1]s is the cluster's name, %[2]s and
-// %[3]d the workload API server's host and port.
+// controlPlaneKubeadm is the kubeadmConfigSpec of a Fleet's control plane,
+// as a YAML flow mapping for the workload API server at host. v1.10's
+// KubeadmControlPlane compares a Machine's KubeadmConfig with its own and
+// rolls the Machine out when they differ: it needs an initConfiguration,
+// as the bootstrap controller fills the Machine's in (Cluster API's own
+// templates always give one); and no joinConfiguration of its own for one
+// replica, as the bootstrap controller may give the first Machine an empty
+// one first. The control plane uses an external etcd (see package
+// workload).
+func controlPlaneKubeadm(host string) string {
+	return fmt.Sprintf(`{initConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}, `+
+		`clusterConfiguration: {apiServer: {certSANs: [%[1]s]}, etcd: {external: {endpoints: ["https://%[1]s:2379"], `+
+		`caFile: /etc/kubernetes/pki/etcd/ca.crt, certFile: /etc/kubernetes/pki/apiserver-etcd-client.crt, `+
+		`keyFile: /etc/kubernetes/pki/apiserver-etcd-client.key}}}}`, host)
+}
+
+// The manifests of Fleet's shapes, after machineTemplates: %[1]s is the
+// cluster's name, %[2]s and %[3]d the workload API server's host and port,
+// %[4]s the control plane's kubeadmConfigSpec (controlPlaneKubeadm).
 const (
-	classicManifests = `
-apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
-kind: LoopCluster
-metadata: {name: %[1]s}
-spec: {}
----
+	machineTemplates = `
 apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
 kind: LoopMachineTemplate
 metadata: {name: %[1]s-cp}
@@ -198,6 +210,13 @@ apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
 kind: KubeadmConfigTemplate
 metadata: {name: %[1]s-md}
 spec: {template: {spec: {joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: pool=md}}}}}}
+---`
+
+	classicManifests = machineTemplates + `
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: LoopCluster
+metadata: {name: %[1]s}
+spec: {}
 ---
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: KubeadmControlPlane
@@ -207,21 +226,7 @@ spec:
   version: v1.32.0
   machineTemplate:
     infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-cp}
-  kubeadmConfigSpec:
-    # v1.10's KubeadmControlPlane compares a Machine's KubeadmConfig with
-    # its own and rolls the Machine out when they differ: it needs an
-    # initConfiguration, as the bootstrap controller fills the Machine's
-    # in; and no joinConfiguration of its own for one replica, as the
-    # bootstrap controller may give the first Machine an empty one first.
-    initConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
-    clusterConfiguration:
-      apiServer: {certSANs: [%[2]s]}
-      etcd:
-        external:
-          endpoints: ["https://%[2]s:2379"]
-          caFile: /etc/kubernetes/pki/etcd/ca.crt
-          certFile: /etc/kubernetes/pki/apiserver-etcd-client.crt
-          keyFile: /etc/kubernetes/pki/apiserver-etcd-client.key
+  kubeadmConfigSpec: %[4]s
 ---
 apiVersion: cluster.x-k8s.io/v1beta1
 kind: Cluster
@@ -248,48 +253,16 @@ spec:
       infrastructureRef: {apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1, kind: LoopMachineTemplate, name: %[1]s-md}
 `
 
-	topologyManifests = `
+	topologyManifests = machineTemplates + `
 apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
 kind: LoopClusterTemplate
 metadata: {name: %[1]s}
 spec: {template: {spec: {}}}
 ---
-apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
-kind: LoopMachineTemplate
-metadata: {name: %[1]s-cp}
-spec: {template: {spec: {flavor: medium}}}
----
-apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
-kind: LoopMachineTemplate
-metadata: {name: %[1]s-md}
-spec: {template: {spec: {flavor: small}}}
----
-apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
-kind: KubeadmConfigTemplate
-metadata: {name: %[1]s-md}
-spec: {template: {spec: {joinConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: pool=md}}}}}}
----
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: KubeadmControlPlaneTemplate
 metadata: {name: %[1]s-cp}
-spec:
-  template:
-    spec:
-      kubeadmConfigSpec:
-        # v1.10's KubeadmControlPlane compares a Machine's KubeadmConfig with
-        # its own and rolls the Machine out when they differ: it needs an
-        # initConfiguration, as the bootstrap controller fills the Machine's
-        # in; and no joinConfiguration of its own for one replica, as the
-        # bootstrap controller may give the first Machine an empty one first.
-        initConfiguration: {nodeRegistration: {kubeletExtraArgs: {node-labels: role=control-plane}}}
-        clusterConfiguration:
-          apiServer: {certSANs: [%[2]s]}
-          etcd:
-            external:
-              endpoints: ["https://%[2]s:2379"]
-              caFile: /etc/kubernetes/pki/etcd/ca.crt
-              certFile: /etc/kubernetes/pki/apiserver-etcd-client.crt
-              keyFile: /etc/kubernetes/pki/apiserver-etcd-client.key
+spec: {template: {spec: {kubeadmConfigSpec: %[4]s}}}
 ---
 apiVersion: cluster.x-k8s.io/v1beta1
 kind: ClusterClass

@@ -5,7 +5,6 @@ package livecontrollers_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -210,28 +209,7 @@ func startOperator(t *testing.T) *mover.Operator {
 // moving to target, and stops it when the test ends.
 func startOperatorIn(t *testing.T, source, target *testenv.Management) *mover.Operator {
 	t.Helper()
-	root, err := testenv.RepositoryRoot("go test ./test/livecontrollers/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Building the image, when make test has not, takes minutes.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	op, err := mover.StartOperatorIn(ctx, source, target, root, t.TempDir())
-	if err != nil {
-		t.Fatalf("starting the operator: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := op.Stop(); err != nil {
-			t.Errorf("the operator stopped with: %v", err)
-		}
-		if t.Failed() {
-			if log, err := os.ReadFile(op.LogPath()); err == nil {
-				t.Logf("the operator's log:\n%s", log)
-			}
-		}
-	})
-	return op
+	return mover.StartInTest(t, source, target, "go test ./test/livecontrollers/")
 }
 
 func vmNamespace(vmName string) string {
