@@ -20,6 +20,7 @@ import (
 	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/convert"
 	"github.com/move-operator/move-operator/internal/graph"
+	"github.com/move-operator/move-operator/internal/listing"
 )
 
 // What a move back into an older Cluster API may lose, and what it refuses.
@@ -123,38 +124,33 @@ func CheckGoingBack(ctx context.Context, source, target client.Reader, plan *gra
 	for _, p := range places {
 		to := plan.TargetGVK(p.gvk).Version
 		prune := schemas.pruneAt(plan.TargetGVK(p.gvk))
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
-		opts := []client.ListOption{client.Limit(listPageSize)}
+		var opts []client.ListOption
 		if p.namespace != "" {
 			opts = append(opts, client.InNamespace(p.namespace))
 		}
-		for {
-			if err := source.List(ctx, list, opts...); err != nil {
-				return out, fmt.Errorf("reading the %s objects of namespace %q to convert back to %s: %w", graph.KindString(p.gvk.GroupKind()), p.namespace, to, err)
+		r := listing.Request{List: source.List, PageSize: listPageSize, Options: opts, NewList: func() client.ObjectList {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+			return list
+		}}
+		err := listing.Each(ctx, r, func(item client.Object) error {
+			o, ok := wanted[p][item.GetUID()]
+			obj, isUnstructured := item.(*unstructured.Unstructured)
+			if !ok || !isUnstructured {
+				return nil
 			}
-			for i := range list.Items {
-				obj := &list.Items[i]
-				o, ok := wanted[p][obj.GetUID()]
-				if !ok {
-					continue
-				}
-				obj.SetGroupVersionKind(p.gvk)
-				refused, dropped := lostGoingBack(ctx, o, obj, to, prune, carriesStatus)
-				if refused != nil {
-					out.Refused = append(out.Refused, *refused)
-				}
-				if dropped != nil {
-					out.Dropped = append(out.Dropped, *dropped)
-				}
+			obj.SetGroupVersionKind(p.gvk)
+			refused, dropped := lostGoingBack(ctx, o, obj, to, prune, carriesStatus)
+			if refused != nil {
+				out.Refused = append(out.Refused, *refused)
 			}
-			if list.GetContinue() == "" {
-				break
+			if dropped != nil {
+				out.Dropped = append(out.Dropped, *dropped)
 			}
-			opts = append(opts[:0], client.Limit(listPageSize), client.Continue(list.GetContinue()))
-			if p.namespace != "" {
-				opts = append(opts, client.InNamespace(p.namespace))
-			}
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("reading the %s objects of namespace %q to convert back to %s: %w", graph.KindString(p.gvk.GroupKind()), p.namespace, to, err)
 		}
 	}
 	byRef := func(a, b LostFields) int { return strings.Compare(a.Object.String(), b.Object.String()) }
