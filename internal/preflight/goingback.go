@@ -97,23 +97,7 @@ func CheckGoingBack(ctx context.Context, source, target client.Reader, plan *gra
 	if plan == nil {
 		return out, nil
 	}
-	type place struct {
-		gvk       schema.GroupVersionKind
-		namespace string
-	}
-	wanted := map[place]map[types.UID]*graph.Object{}
-	var places []place
-	for _, o := range plan.Objects() {
-		if !goesBack(plan, o.GVK) || o.FoundInTarget {
-			continue
-		}
-		p := place{o.GVK, o.Namespace}
-		if wanted[p] == nil {
-			wanted[p] = map[types.UID]*graph.Object{}
-			places = append(places, p)
-		}
-		wanted[p][o.UID] = o
-	}
+	wanted, places := goingBackPlaces(plan)
 	if len(places) == 0 {
 		return out, nil
 	}
@@ -157,6 +141,32 @@ func CheckGoingBack(ctx context.Context, source, target client.Reader, plan *gra
 	slices.SortFunc(out.Refused, byRef)
 	slices.SortFunc(out.Dropped, byRef)
 	return out, nil
+}
+
+// place is a kind in a namespace ("" for cluster-scoped), listed at once.
+type place struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+}
+
+// goingBackPlaces returns the plan's objects that go back to an older
+// version and are not in the target already, by where they are listed, and
+// those places in the plan's order.
+func goingBackPlaces(plan *graph.Plan) (map[place]map[types.UID]*graph.Object, []place) {
+	wanted := map[place]map[types.UID]*graph.Object{}
+	var places []place
+	for _, o := range plan.Objects() {
+		if !goesBack(plan, o.GVK) || o.FoundInTarget {
+			continue
+		}
+		p := place{o.GVK, o.Namespace}
+		if wanted[p] == nil {
+			wanted[p] = map[types.UID]*graph.Object{}
+			places = append(places, p)
+		}
+		wanted[p][o.UID] = o
+	}
+	return wanted, places
 }
 
 // lostGoingBack sorts what one object loses going back to version: what
