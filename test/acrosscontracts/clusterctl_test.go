@@ -25,7 +25,7 @@ import (
 // for both clusters before a move reads anything).
 const clusterctlRefusal = `this version of clusterctl could be used only with "v1beta2" management clusters, "v1beta1" detected`
 
-// TestClusterctlV114RefusesTheV110FleetThatTheOperatorMoves is issue #49's
+// TestClusterctlV114RefusesTheV110FleetThatTheOperatorMoves is the upgrade's
 // side by side: one Cluster API v1.10 fleet (v1beta1, as in
 // TestAClusterAPIV110FleetMovesIntoV114ConvertedByTheOperatorWhileTheTargetsWebhooksAreStopped)
 // in the source, a v1.14 target. clusterctl v1.14.2's own move, through its

@@ -138,17 +138,7 @@ func TestAV1_10FleetMovedIntoV1_14AndBackIsTakenOverWithNoMachineReplaced(t *tes
 	tookOver := time.Now()
 	g.Consistently(func(g Gomega) {
 		g.Expect(takeover.Available(ctx, env.Target, f)).To(Succeed())
-		for _, kind := range []string{"KubeadmControlPlane", "MachineDeployment"} {
-			group := "cluster.x-k8s.io"
-			if kind == "KubeadmControlPlane" {
-				group = "controlplane.cluster.x-k8s.io"
-			}
-			for _, o := range list(g, ctx, env.Target, group+"/v1beta2", kind, ns) {
-				replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
-				upToDate, _, _ := unstructured.NestedInt64(o.Object, "status", "upToDateReplicas")
-				g.Expect(upToDate).To(Equal(replicas), "%s %s: every Machine up to date, no rollout", kind, o.GetName())
-			}
-		}
+		expectNoRollout(g, ctx, env.Target, "v1beta2", "upToDateReplicas", ns)
 	}).WithContext(ctx).WithTimeout(takeoverWindow).WithPolling(5*time.Second).Should(Succeed(), logs)
 	t.Logf("Cluster API v1.14.2's controllers took the cluster over %s after Done, and it stayed Available for %s",
 		tookOver.Sub(tl.Ended).Round(time.Millisecond), takeoverWindow)
@@ -218,17 +208,7 @@ func TestAV1_10FleetMovedIntoV1_14AndBackIsTakenOverWithNoMachineReplaced(t *tes
 				c := get(g, ctx, env.Source, "cluster.x-k8s.io/v1beta1", "Cluster", ns, wc.Name)
 				g.Expect(olderCondition(c, "Available")).To(Equal("True"), wc.Name)
 			}
-			for _, kind := range []string{"KubeadmControlPlane", "MachineDeployment"} {
-				group := "cluster.x-k8s.io"
-				if kind == "KubeadmControlPlane" {
-					group = "controlplane.cluster.x-k8s.io"
-				}
-				for _, o := range list(g, ctx, env.Source, group+"/v1beta1", kind, ns) {
-					replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
-					updated, _, _ := unstructured.NestedInt64(o.Object, "status", "updatedReplicas")
-					g.Expect(updated).To(Equal(replicas), "%s %s: every Machine up to date, no rollout", kind, o.GetName())
-				}
-			}
+			expectNoRollout(g, ctx, env.Source, "v1beta1", "updatedReplicas", ns)
 			g.Expect(state(g, ctx, env.Source, "v1beta1", ns)).To(Equal(before), "nothing made again")
 		}).WithContext(ctx).WithTimeout(takeoverWindow).WithPolling(5*time.Second).Should(Succeed(), logs)
 		g.Expect(nodeUIDs(g, ctx)).To(Equal(nodes), "the same Nodes")
@@ -265,6 +245,22 @@ func expectStoppedBetween(t *testing.T, from, to time.Time) {
 			for _, r := range p.Runs() {
 				ran(m.Name, p.Name, r.Started, r.Stopped)
 			}
+		}
+	}
+}
+
+// expectNoRollout fails unless every KubeadmControlPlane and
+// MachineDeployment of ns in m, read at version, has all its replicas up
+// to date by its status field upToDate (v1beta2's upToDateReplicas,
+// v1beta1's updatedReplicas): no rollout is under way.
+func expectNoRollout(g Gomega, ctx context.Context, m *testenv.Management, version, upToDate, ns string) {
+	for _, k := range []struct{ group, kind string }{
+		{"controlplane.cluster.x-k8s.io", "KubeadmControlPlane"}, {"cluster.x-k8s.io", "MachineDeployment"},
+	} {
+		for _, o := range list(g, ctx, m, k.group+"/"+version, k.kind, ns) {
+			replicas, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+			current, _, _ := unstructured.NestedInt64(o.Object, "status", upToDate)
+			g.Expect(current).To(Equal(replicas), "%s %s: every Machine up to date, no rollout", k.kind, o.GetName())
 		}
 	}
 }
@@ -405,6 +401,6 @@ func startOperatorIn(t *testing.T, source, target *testenv.Management) *mover.Op
 func deleteNamespace(t *testing.T, m *testenv.Management, ns string) {
 	err := m.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("deleting namespace %s in %s: %v", ns, m.Name, fmt.Sprint(err))
+		t.Errorf("deleting namespace %s in %s: %v", ns, m.Name, err)
 	}
 }
