@@ -232,7 +232,7 @@ func (s *APIServer) Stop() error {
 	s.stopOnce.Do(func() {
 		var errs []error
 		if s.env != nil {
-			if err := s.env.Stop(); err != nil {
+			if err := stopControlPlane(s.env); err != nil {
 				errs = append(errs, fmt.Errorf("stopping API server %s: %w", s.Name, err))
 			}
 		}

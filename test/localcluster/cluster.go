@@ -514,7 +514,7 @@ func (c *Cluster) stop() error {
 		}
 	}
 	if c.env != nil {
-		if err := c.env.Stop(); err != nil {
+		if err := stopControlPlane(c.env); err != nil {
 			errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver of local cluster %s: %w", c.Name, err))
 		}
 	}
