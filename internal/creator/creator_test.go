@@ -72,6 +72,37 @@ func TestTheSpecNeedsWhatTheMoveDoesOnTheCreatorsBehalf(t *testing.T) {
 	}
 }
 
+// A restore writes the archive's objects into the cluster it runs in: its
+// creator is asked to create Secrets and Clusters in each namespace there,
+// not to read or delete them, and to read the key's Secret.
+func TestARestoreNeedsToCreateWhatItWrites(t *testing.T) {
+	spec := movev1alpha1.MoveOperationSpec{
+		Source: &movev1alpha1.SourceSpec{Archive: movev1alpha1.ArchiveSource{
+			Directory:         &movev1alpha1.DirectoryStore{},
+			Location:          "backup-1",
+			IdentitySecretRef: &movev1alpha1.SecretKeyReference{Name: "backup-key"},
+		}},
+		Namespaces: []string{"team-a"},
+	}
+	var got []string
+	for _, n := range creator.SpecNeeds(spec, "tenant-a") {
+		if n.Cluster != movev1alpha1.ClusterTarget {
+			t.Errorf("a restore's need is asked of the cluster it writes into: %+v", n)
+		}
+		got = append(got, strings.TrimSpace(n.Verb+" "+n.Resource+" "+n.Namespace+"/"+n.Name))
+	}
+	want := []string{"create secrets team-a/", "create clusters team-a/", "get secrets tenant-a/backup-key"}
+	if !slices.Equal(got, want) {
+		t.Errorf("needs %v\nwant %v", got, want)
+	}
+	msg := creator.Refusal(access.User{Name: "bob"}, creator.SpecNeeds(spec, "tenant-a")[1:2], false)
+	for _, w := range []string{`"bob" may not create clusters.cluster.x-k8s.io in namespace team-a in this cluster`, "the restore creates the archive's Clusters"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("refusal %q\nwant it to hold %q", msg, w)
+		}
+	}
+}
+
 func TestThePlanNeedsEveryMovedObjectReadAndEveryDeletedOneDeleted(t *testing.T) {
 	secret := graph.Type{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Resource: "secrets", Namespaced: true}
 	cluster := graph.Type{GVK: schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"}, Resource: "clusters", Namespaced: true}

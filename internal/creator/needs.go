@@ -21,16 +21,40 @@ func (r right) need(namespace, name string) access.Need {
 	return access.Need{Cluster: movev1alpha1.ClusterSource, Verb: r.verb, Group: r.group, Resource: r.resource, Namespace: namespace, Name: name}
 }
 
+// namespaceRight is a right asked in each namespace a MoveOperation
+// names, which depends on which way the objects go: out of the cluster
+// (a move, a backup) or into it (a restore). Both rights are of the same
+// resource; only the verb and why differ.
+type namespaceRight struct {
+	move, restore right
+}
+
+// of is the right a spec needs.
+func (nr namespaceRight) of(spec movev1alpha1.MoveOperationSpec) right {
+	if spec.IsRestore() {
+		return nr.restore
+	}
+	return nr.move
+}
+
 // What a MoveOperation's spec directs the operator to do in the source,
 // each stood for by the rights below. The admission policy asks these of
 // the requesting user; the operator asks them again, and the plan's own.
 var (
 	// perNamespace: each namespace of spec.namespaces (every namespace
 	// when it is empty) is read, its Secrets sent to a cluster the creator
-	// chooses, and its Cluster API objects deleted from the source.
-	perNamespace = []right{
-		{verb: "get", group: "", resource: "secrets", why: "the move sends the namespace's Secrets (kubeconfigs, CA and etcd keys, cloud credentials) to the target"},
-		{verb: "delete", group: "cluster.x-k8s.io", resource: "clusters", why: "the move takes the namespace's Clusters away from the source"},
+	// chooses, and its Cluster API objects deleted from the source. A
+	// backup is asked the same, as a move; a restore instead writes the
+	// archive's objects into those namespaces of the cluster it runs in.
+	perNamespace = []namespaceRight{
+		{
+			move:    right{verb: "get", group: "", resource: "secrets", why: "the move sends the namespace's Secrets (kubeconfigs, CA and etcd keys, cloud credentials) to the target"},
+			restore: right{verb: "create", group: "", resource: "secrets", why: "the restore writes the archive's Secrets of the namespace (kubeconfigs, CA and etcd keys, cloud credentials) there"},
+		},
+		{
+			move:    right{verb: "delete", group: "cluster.x-k8s.io", resource: "clusters", why: "the move takes the namespace's Clusters away from the source"},
+			restore: right{verb: "create", group: "cluster.x-k8s.io", resource: "clusters", why: "the restore creates the archive's Clusters of the namespace there"},
+		},
 	}
 	// targetSecret: the operator reads the Secrets the MoveOperation
 	// names, in its namespace: the target's kubeconfig, or a backup's
@@ -63,7 +87,7 @@ func SpecNeeds(spec movev1alpha1.MoveOperationSpec, namespace string) []access.N
 	}
 	for _, ns := range namespaces {
 		for _, r := range perNamespace {
-			out = append(out, r.need(ns, ""))
+			out = append(out, r.of(spec).need(ns, ""))
 		}
 	}
 	if src := spec.Source; src != nil {
@@ -94,6 +118,12 @@ func SpecNeeds(spec movev1alpha1.MoveOperationSpec, namespace string) []access.N
 	if spec.GitOps == movev1alpha1.GitOpsSuspend {
 		for _, r := range suspendGitOps {
 			out = append(out, r.need("", ""))
+		}
+	}
+	if spec.IsRestore() {
+		// A restore runs in the cluster it writes into: the move's target.
+		for i := range out {
+			out[i].Cluster = movev1alpha1.ClusterTarget
 		}
 	}
 	return out
@@ -139,7 +169,11 @@ func Refusal(user access.User, missing []access.Need, planned bool) string {
 	if n.Name != "" {
 		what += " " + n.Name
 	}
-	msg := fmt.Sprintf("the MoveOperation's creator %q may not %s %s %s in the source", user.Name, n.Verb, what, where)
+	cluster := "the source"
+	if n.Cluster == movev1alpha1.ClusterTarget {
+		cluster = "this cluster, which the restore writes into"
+	}
+	msg := fmt.Sprintf("the MoveOperation's creator %q may not %s %s %s in %s", user.Name, n.Verb, what, where, cluster)
 	why := whyOf(n)
 	if planned {
 		why = plannedWhy(n)
@@ -155,7 +189,10 @@ func Refusal(user access.User, missing []access.Need, planned bool) string {
 
 // whyOf says what a move does with a right, when it is one of the spec's.
 func whyOf(n access.Need) string {
-	all := append(append(append([]right{}, perNamespace...), targetSecret, scaleController, chooseControllers), suspendGitOps...)
+	all := append(append([]right{}, targetSecret, scaleController, chooseControllers), suspendGitOps...)
+	for _, nr := range perNamespace {
+		all = append(all, nr.move, nr.restore)
+	}
 	for _, r := range all {
 		if r.verb == n.Verb && r.group == n.Group && r.resource == n.Resource {
 			if r == targetSecret && n.Name == "" {

@@ -35,6 +35,7 @@ const (
 
 // The policy's variables.
 const policyVariables = `creating=request.operation == 'CREATE'
+restoring=has(object.spec.source)
 namespaces=has(object.spec.namespaces) ? object.spec.namespaces : (has(object.spec.template) && has(object.spec.template.namespaces) ? object.spec.template.namespaces : [])
 scaled=has(object.spec.controllers) && has(object.spec.controllers.additional) ? object.spec.controllers.additional.filter(c, !has(c.cluster) || c.cluster != 'Target') : []
 providersOnly=!has(object.spec.controllers) || !has(object.spec.controllers.selector) || ((!has(object.spec.controllers.selector.matchLabels) || size(object.spec.controllers.selector.matchLabels) == 0) && has(object.spec.controllers.selector.matchExpressions) && size(object.spec.controllers.selector.matchExpressions) == 1 && object.spec.controllers.selector.matchExpressions[0].key == '` + movev1alpha1.DefaultControllerLabel + `' && object.spec.controllers.selector.matchExpressions[0].operator == 'Exists' && (!has(object.spec.controllers.selector.matchExpressions[0].values) || size(object.spec.controllers.selector.matchExpressions[0].values) == 0))
@@ -143,20 +144,43 @@ func identityValidations() []admissionregistrationv1.Validation {
 	}
 }
 
-func everyNamespace(r right) admissionregistrationv1.Validation {
+func everyNamespace(nr namespaceRight) admissionregistrationv1.Validation {
 	slots := fmt.Sprint(NamespaceSlots)
 	return forbidden(
-		"!variables.creating || (size(variables.namespaces) > 0 && size(variables.namespaces) <= "+slots+") || "+r.check("", ""),
-		fmt.Sprintf(`request.userInfo.username + ' may not %s %s at the cluster scope (in every namespace), and %s: a MoveOperation with spec.namespaces empty (every namespace) or naming more than %s namespaces needs that right in every namespace; name your namespaces in spec.namespaces'`,
-			r.verb, groupResource(r.group, r.resource), escape(r.why), slots))
+		"!variables.creating || (size(variables.namespaces) > 0 && size(variables.namespaces) <= "+slots+") || "+nr.check(""),
+		fmt.Sprintf(`request.userInfo.username + ' may not ' + %s + ' at the cluster scope (in every namespace), and ' + %s + ': a MoveOperation with spec.namespaces empty (every namespace) or naming more than %s namespaces needs that right in every namespace; name your namespaces in spec.namespaces'`,
+			nr.cel(right.verbResource), nr.cel(right.reason), slots))
 }
 
-func namespaceSlot(r right, i int) admissionregistrationv1.Validation {
+func namespaceSlot(nr namespaceRight, i int) admissionregistrationv1.Validation {
 	ns := fmt.Sprintf("variables.namespaces[%d]", i)
 	return forbidden(
-		fmt.Sprintf("!variables.creating || size(variables.namespaces) <= %d || size(variables.namespaces) > %d || %s", i, NamespaceSlots, r.check(ns, "")),
-		fmt.Sprintf(`request.userInfo.username + ' may not %s %s in namespace ' + %s + ', which spec.namespaces names, and %s'`, r.verb, groupResource(r.group, r.resource), ns, escape(r.why)))
+		fmt.Sprintf("!variables.creating || size(variables.namespaces) <= %d || size(variables.namespaces) > %d || %s", i, NamespaceSlots, nr.check(ns)),
+		fmt.Sprintf(`request.userInfo.username + ' may not ' + %s + ' in namespace ' + %s + ', which spec.namespaces names, and ' + %s`, nr.cel(right.verbResource), ns, nr.cel(right.reason)))
 }
+
+// check is the CEL that asks the authorizer whether the requesting user
+// may exercise the right the MoveOperation needs (a restore's or a
+// move's) in namespace, a CEL expression ("" for every namespace).
+func (nr namespaceRight) check(namespace string) string {
+	c := fmt.Sprintf("authorizer.group('%s').resource('%s')", nr.move.group, nr.move.resource)
+	if namespace != "" {
+		c += ".namespace(" + namespace + ")"
+	}
+	return c + fmt.Sprintf(".check(variables.restoring ? '%s' : '%s').allowed()", nr.restore.verb, nr.move.verb)
+}
+
+// cel is a CEL string expression: text of the restore's right for a
+// restore, of the move's otherwise.
+func (nr namespaceRight) cel(text func(right) string) string {
+	return fmt.Sprintf(`(variables.restoring ? '%s' : '%s')`, escape(text(nr.restore)), escape(text(nr.move)))
+}
+
+// verbResource is "verb resource.group", as a refusal names the right.
+func (r right) verbResource() string { return r.verb + " " + groupResource(r.group, r.resource) }
+
+// reason is why the MoveOperation needs the right.
+func (r right) reason() string { return r.why }
 
 func targetSecretValidation() []admissionregistrationv1.Validation {
 	r := targetSecret

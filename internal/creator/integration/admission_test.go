@@ -347,3 +347,72 @@ func TestABackupScheduleIsCheckedAsTheBackupsItTakes(t *testing.T) {
 		}
 	})
 }
+
+// A restore writes the archive's objects into the cluster it runs in: its
+// creator is asked to create Secrets and Clusters in each namespace it
+// names, not to read or delete what is there (a new management cluster
+// holds nothing yet), and to read the key's Secret by name.
+func TestARestoreAsksToCreateWhatItWrites(t *testing.T) {
+	tn := newTenancy(t)
+	const name = "erin"
+	bind(t, name, "move-operator-mover", tn.tenant)
+	bind(t, name, "view", tn.tenant)
+	ctx := context.Background()
+	g := NewWithT(t)
+	writer := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.own, Name: "restorer-" + name},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"create"}},
+		},
+	}
+	g.Expect(admin(t).Create(ctx, writer)).To(Succeed())
+	g.Expect(admin(t).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.own, GenerateName: "test-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: writer.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
+	})).To(Succeed())
+	keyReader := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.tenant, Name: "backup-key-" + name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"backup-key"}, Verbs: []string{"get"}}},
+	}
+	g.Expect(admin(t).Create(ctx, keyReader)).To(Succeed())
+	g.Expect(admin(t).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.tenant, GenerateName: "test-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: keyReader.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
+	})).To(Succeed())
+	erin := as(t, name)
+	restore := func(key string, namespaces ...string) *movev1alpha1.MoveOperation {
+		return &movev1alpha1.MoveOperation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.tenant, GenerateName: "restore-"},
+			Spec: movev1alpha1.MoveOperationSpec{
+				Source: &movev1alpha1.SourceSpec{Archive: movev1alpha1.ArchiveSource{
+					Directory: &movev1alpha1.DirectoryStore{}, Location: "backup-1",
+					IdentitySecretRef: &movev1alpha1.SecretKeyReference{Name: key},
+				}},
+				Namespaces: namespaces,
+			},
+		}
+	}
+
+	t.Run("a namespace she may create Secrets and Clusters in is admitted", func(t *testing.T) {
+		NewWithT(t).Eventually(func() error { return dryRun(erin, restore("backup-key", tn.own)) }).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+	t.Run("a move of the same namespace is refused: she may not read what it sends", func(t *testing.T) {
+		mo := tn.moveOperation(tn.own)
+		mo.Spec.Target.KubeconfigSecretRef.Name = "backup-key"
+		refusedFor(NewWithT(t), dryRun(erin, mo), "erin may not get secrets in namespace "+tn.own)
+	})
+	t.Run("another team's namespace is refused naming what the restore would create", func(t *testing.T) {
+		refusedFor(NewWithT(t), dryRun(erin, restore("backup-key", tn.own, tn.other)),
+			"erin may not create secrets in namespace "+tn.other, "the restore writes the archive's Secrets")
+	})
+	t.Run("every namespace needs the rights at the cluster scope", func(t *testing.T) {
+		refusedFor(NewWithT(t), dryRun(erin, restore("backup-key")), "erin may not create secrets at the cluster scope")
+	})
+	t.Run("a key she may not read is refused by name", func(t *testing.T) {
+		refusedFor(NewWithT(t), dryRun(erin, restore("someone-elses-key", tn.own)),
+			"erin may not get secret someone-elses-key in namespace "+tn.tenant, "spec.source.archive.identitySecretRef")
+	})
+}
