@@ -106,21 +106,24 @@ func TestTheValidatingPolicyAdmitsOnlyACreatorWhoNamesThemselvesAndMayDoWhatThey
 		spec movev1alpha1.MoveOperationSpec
 		// secret is the Secret the spec names, and the field that names it.
 		secret, field string
+		// secrets is what it does with the Secrets of each namespace it
+		// names: a move and a backup read them, a restore creates them.
+		secrets string
 	}{
 		{"a move", movev1alpha1.MoveOperationSpec{
 			Target: movev1alpha1.TargetSpec{KubeconfigSecretRef: movev1alpha1.SecretKeyReference{Name: "target-kubeconfig"}},
-		}, "target-kubeconfig", "spec.target.kubeconfigSecretRef"},
+		}, "target-kubeconfig", "spec.target.kubeconfigSecretRef", "get"},
 		{"a backup", movev1alpha1.MoveOperationSpec{
 			Target: movev1alpha1.TargetSpec{Archive: &movev1alpha1.ArchiveTarget{
 				OCI: &movev1alpha1.OCIStore{Repository: repository}, RecipientsSecretRef: &movev1alpha1.SecretKeyReference{Name: "backup-keys"},
 			}},
-		}, "backup-keys", "spec.target.archive.recipientsSecretRef"},
+		}, "backup-keys", "spec.target.archive.recipientsSecretRef", "get"},
 		{"a restore", movev1alpha1.MoveOperationSpec{
 			Source: &movev1alpha1.SourceSpec{Archive: movev1alpha1.ArchiveSource{
 				OCI: &movev1alpha1.OCIStore{Repository: repository}, Location: repository + "@sha256:" + strings.Repeat("0", 64),
 				IdentitySecretRef: &movev1alpha1.SecretKeyReference{Name: "restore-key"},
 			}},
-		}, "restore-key", "spec.source.archive.identitySecretRef"},
+		}, "restore-key", "spec.source.archive.identitySecretRef", "create"},
 	}
 	for _, kind := range kinds {
 		newOne := func(namespace string, annotations map[string]string, namespaces ...string) *movev1alpha1.MoveOperation {
@@ -135,9 +138,9 @@ func TestTheValidatingPolicyAdmitsOnlyACreatorWhoNamesThemselvesAndMayDoWhatThey
 		t.Run(kind.name+" that names someone else is refused", func(t *testing.T) {
 			refusedFor(NewWithT(t), dryRun(erin, newOne(ops, someoneElse, own)), whatToWrite)
 		})
-		t.Run(kind.name+" of a namespace whose Secrets she may not read is refused naming the right", func(t *testing.T) {
+		t.Run(kind.name+" of a namespace whose Secrets she may not "+kind.secrets+" is refused naming the right", func(t *testing.T) {
 			refusedFor(NewWithT(t), dryRun(erin, newOne(ops, truly, own, other)),
-				"erin may not get secrets in namespace "+other+", which spec.namespaces names")
+				"erin may not "+kind.secrets+" secrets in namespace "+other+", which spec.namespaces names")
 		})
 		t.Run(kind.name+" naming a Secret she may not read is refused naming it", func(t *testing.T) {
 			refusedFor(NewWithT(t), dryRun(erin, newOne(shared, truly, own)),
