@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	movev1alpha1 "github.com/move-operator/move-operator/api/v1alpha1"
 	"github.com/move-operator/move-operator/internal/targetaccess"
 )
 
@@ -74,45 +72,10 @@ func (in *Install) Grant(ctx context.Context, admin *rest.Config, dir string) (*
 		return nil, fmt.Errorf("%s: %w", InstallPath, err)
 	}
 	ns, sa := in.ServiceAccount()
-	if err := waitForAdmission(ctx, c, ns, mutating); err != nil {
+	if err := waitForAdmission(ctx, admin, c, ns, mutating); err != nil {
 		return nil, err
 	}
 	return TokenFor(ctx, admin, ns, sa, dir)
-}
-
-// waitForAdmission waits, when the MoveOperation kind is served, until the
-// API server applies the installer's admission policies to MoveOperations:
-// it loads a new policy a moment after it is written, and a MoveOperation
-// created before that would not say who created it. With the mutating
-// policy a dry-run create must come back with the creator annotated;
-// without it (before Kubernetes 1.36), the validating policy must refuse
-// one that does not name its creator.
-func waitForAdmission(ctx context.Context, c client.Client, namespace string, mutating bool) error {
-	mo := &unstructured.Unstructured{}
-	mo.SetGroupVersionKind(movev1alpha1.GroupVersion.WithKind("MoveOperation"))
-	if _, err := c.RESTMapper().RESTMapping(mo.GroupVersionKind().GroupKind()); err != nil {
-		return nil // the kind is installed later; nobody creates one before
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		probe := mo.DeepCopy()
-		probe.SetNamespace(namespace)
-		probe.SetGenerateName("admission-probe-")
-		_ = unstructured.SetNestedField(probe.Object, "probe", "spec", "target", "kubeconfigSecretRef", "name")
-		err := c.Create(ctx, probe, client.DryRunAll)
-		if mutating && err == nil && probe.GetAnnotations()[movev1alpha1.CreatedByAnnotation] != "" {
-			return nil
-		}
-		if !mutating && apierrors.IsForbidden(err) && strings.Contains(err.Error(), movev1alpha1.CreatedByAnnotation) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the installer's admission policies were not applied to MoveOperations within a minute (last error: %w)", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // TokenFor requests a token for a ServiceAccount and returns its identity.
