@@ -42,9 +42,15 @@ func newTenancy(t *testing.T) tenancy {
 // with a RoleBinding.
 func bind(t *testing.T, user, clusterRole, namespace string) {
 	t.Helper()
+	bindRole(t, user, namespace, "ClusterRole", clusterRole)
+}
+
+// bindRole binds user to a Role or ClusterRole in one namespace.
+func bindRole(t *testing.T, user, namespace, kind, name string) {
+	t.Helper()
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "test-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
 	}
 	NewWithT(t).Expect(admin(t).Create(context.Background(), rb)).To(Succeed())
@@ -53,18 +59,15 @@ func bind(t *testing.T, user, clusterRole, namespace string) {
 // grantAll gives user every right in one namespace: her fleet's.
 func grantAll(t *testing.T, user, namespace string) {
 	t.Helper()
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "everything-" + user},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
-	}
-	g := NewWithT(t)
-	g.Expect(admin(t).Create(context.Background(), role)).To(Succeed())
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "test-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
-	}
-	g.Expect(admin(t).Create(context.Background(), rb)).To(Succeed())
+	grant(t, user, namespace, "everything-"+user, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
+}
+
+// grant gives user the rules in one namespace, with a Role of that name.
+func grant(t *testing.T, user, namespace, name string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Rules: rules}
+	NewWithT(t).Expect(admin(t).Create(context.Background(), role)).To(Succeed())
+	bindRole(t, user, namespace, "Role", name)
 }
 
 // mover is bob, a user bound to the movers' role in the tenant's
@@ -357,31 +360,11 @@ func TestARestoreAsksToCreateWhatItWrites(t *testing.T) {
 	const name = "erin"
 	bind(t, name, "move-operator-mover", tn.tenant)
 	bind(t, name, "view", tn.tenant)
-	ctx := context.Background()
-	g := NewWithT(t)
-	writer := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.own, Name: "restorer-" + name},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"create"}},
-		},
-	}
-	g.Expect(admin(t).Create(ctx, writer)).To(Succeed())
-	g.Expect(admin(t).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.own, GenerateName: "test-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: writer.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
-	})).To(Succeed())
-	keyReader := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.tenant, Name: "backup-key-" + name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"backup-key"}, Verbs: []string{"get"}}},
-	}
-	g.Expect(admin(t).Create(ctx, keyReader)).To(Succeed())
-	g.Expect(admin(t).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.tenant, GenerateName: "test-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: keyReader.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}},
-	})).To(Succeed())
+	grant(t, name, tn.own, "restorer-"+name,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"create"}})
+	grant(t, name, tn.tenant, "backup-key-"+name,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"backup-key"}, Verbs: []string{"get"}})
 	erin := as(t, name)
 	restore := func(key string, namespaces ...string) *movev1alpha1.MoveOperation {
 		return &movev1alpha1.MoveOperation{
