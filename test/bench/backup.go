@@ -98,8 +98,10 @@ type archiveResult struct {
 	bytes int64
 	wall  time.Duration
 	// peakRSS is the operator's (VmHWM of its process); peakHeap the
-	// largest live heap its profiles showed (-heap-profile only).
-	peakRSS, peakHeap uint64
+	// largest live heap its profiles showed (-heap-profile only);
+	// fileRSS how much of its resident set, at the end, was its binary's
+	// own pages (RssFile).
+	peakRSS, peakHeap, fileRSS uint64
 	// phases are the operator's, as its MoveOperation went through them.
 	phases []phaseSpan
 	// rssOnly marks the -rss-n backup, made for its peak RSS alone.
@@ -610,6 +612,8 @@ func (r *backupRun) operate(ctx context.Context, c client.WithWatch, id *install
 	}
 	if rss, rssErr := peakRSS(p.run.Pid); rssErr == nil {
 		res.peakRSS = rss
+		// Only informative: a kernel without the field leaves it out.
+		res.fileRSS, _ = fileRSS(p.run.Pid)
 	} else {
 		err = fmt.Errorf("reading the operator's peak RSS: %w", rssErr)
 	}

@@ -262,21 +262,29 @@ func processCPU(pid int) (time.Duration, error) {
 }
 
 // peakRSS is a process's peak resident set size (VmHWM), in bytes.
-func peakRSS(pid int) (uint64, error) {
+func peakRSS(pid int) (uint64, error) { return statusBytes(pid, "VmHWM") }
+
+// fileRSS is how much of a process's resident set is pages of files it
+// maps (RssFile), in bytes: for the operator, its own binary's code and
+// read-only data, which are there however small the fleet.
+func fileRSS(pid int) (uint64, error) { return statusBytes(pid, "RssFile") }
+
+// statusBytes reads a field of /proc/PID/status given in kB, in bytes.
+func statusBytes(pid int, field string) (uint64, error) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("/proc/%d/status: VmHWM %q: %w", pid, rest, err)
+				return 0, fmt.Errorf("/proc/%d/status: %s %q: %w", pid, field, rest, err)
 			}
 			return kb * 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
 }
 
 // component is a process whose CPU time the bench accounts for.
