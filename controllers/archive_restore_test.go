@@ -85,10 +85,15 @@ func TestARestoreBringsTheFleetBackIntoAClusterThatLostIt(t *testing.T) {
 		user := "restorer-" + rand.String(4)
 		grant(t, user, ns, "move-operator-mover")
 		grant(t, user, ns, "edit") // the key's Secret
-		// What the admission policy asks of spec.namespaces (it asks a
-		// restore's creator what it asks a move's source), and nothing
-		// that creates the fleet there.
-		grant(t, user, "", user+"-all-but-create", rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}})
+		// What the admission policy asks of spec.namespaces (a restore's
+		// creator may create Secrets and Clusters there), every other
+		// verb, and nothing else that creates the fleet: the operator,
+		// asking over the archive's plan, finds the kinds she may not
+		// create.
+		grant(t, user, "", user+"-all-but-create",
+			rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			rbacv1.PolicyRule{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: []string{"create"}})
 		spec := movetest.RestoreSpec(location, key)
 		spec.Namespaces = f.Namespaces
 		mo := &movev1alpha1.MoveOperation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore-not-hers"}, Spec: spec}
