@@ -41,7 +41,7 @@ type Copier struct {
 	// namespaces holds the target namespaces known to exist.
 	namespaces map[string]bool
 	// planCounts counts the plan's objects per kind and namespace.
-	planCounts map[kindNamespace]int
+	planCounts map[KindNamespace]int
 	// targetID identifies the target cluster, to recognise earlier copies.
 	targetID types.UID
 	// recordCopies, when set, records the copies of a group (see OnCopied).

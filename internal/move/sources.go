@@ -47,9 +47,11 @@ const (
 // one or two writes each copied object costs.
 const fullPageSize = 100
 
-type kindNamespace struct {
-	gvk       schema.GroupVersionKind
-	namespace string
+// KindNamespace is a kind in a namespace ("" for every namespace, or for
+// a cluster-scoped kind): what one list reads.
+type KindNamespace struct {
+	GVK       schema.GroupVersionKind
+	Namespace string
 }
 
 // sources yields the objects of a group with their source copies, reading
@@ -58,7 +60,7 @@ type kindNamespace struct {
 func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[sourceItem] {
 	return func(yield func(sourceItem) bool) {
 		planCounts := c.kindCounts()
-		inGroup, pairs := byKindNamespace(objects)
+		inGroup, pairs := ByKindNamespace(objects)
 		for _, k := range pairs {
 			members := inGroup[k]
 			if len(members) < listMinimum || len(members)*listFraction < planCounts[k] {
@@ -71,7 +73,7 @@ func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[
 		// Objects not listed, or that a list did not return (their GET
 		// reports why), in the group's order.
 		for _, o := range objects {
-			if _, pending := inGroup[kindNamespace{o.GVK, o.Namespace}][o.UID]; pending {
+			if _, pending := inGroup[KindNamespace{o.GVK, o.Namespace}][o.UID]; pending {
 				if !yield(sourceItem{object: o}) {
 					return
 				}
@@ -83,26 +85,26 @@ func (c *Copier) sources(ctx context.Context, objects []*graph.Object) iter.Seq[
 // kindCounts returns how many of the plan's objects each kind and
 // namespace holds, counted once per Copier: every group's choice between a
 // list and GETs weighs its objects against them.
-func (c *Copier) kindCounts() map[kindNamespace]int {
+func (c *Copier) kindCounts() map[KindNamespace]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.planCounts == nil {
-		c.planCounts = map[kindNamespace]int{}
+		c.planCounts = map[KindNamespace]int{}
 		for _, o := range c.plan.Objects() {
-			c.planCounts[kindNamespace{o.GVK, o.Namespace}]++
+			c.planCounts[KindNamespace{o.GVK, o.Namespace}]++
 		}
 	}
 	return c.planCounts
 }
 
-// byKindNamespace indexes a group's objects by kind and namespace, the
-// unit a list reads, and by UID, to match what a list returns; pairs are
-// the kinds and namespaces in the order the group first names them, so
-// that the reads keep to the group's order.
-func byKindNamespace(objects []*graph.Object) (inGroup map[kindNamespace]map[types.UID]*graph.Object, pairs []kindNamespace) {
-	inGroup = map[kindNamespace]map[types.UID]*graph.Object{}
+// ByKindNamespace indexes objects by kind and namespace, the unit a list
+// reads, and by UID, to match what a list returns; pairs are the kinds and
+// namespaces in the order the objects first name them, so that the reads
+// keep to that order.
+func ByKindNamespace(objects []*graph.Object) (inGroup map[KindNamespace]map[types.UID]*graph.Object, pairs []KindNamespace) {
+	inGroup = map[KindNamespace]map[types.UID]*graph.Object{}
 	for _, o := range objects {
-		k := kindNamespace{o.GVK, o.Namespace}
+		k := KindNamespace{o.GVK, o.Namespace}
 		if inGroup[k] == nil {
 			inGroup[k] = map[types.UID]*graph.Object{}
 			pairs = append(pairs, k)
@@ -117,9 +119,9 @@ func byKindNamespace(objects []*graph.Object) (inGroup map[kindNamespace]map[typ
 // that what remains is read one by one afterwards. It returns false when
 // the consumer stopped; a list that fails is logged, what it did not
 // deliver left in members.
-func (c *Copier) yieldListed(ctx context.Context, k kindNamespace, members map[types.UID]*graph.Object, yield func(sourceItem) bool) bool {
+func (c *Copier) yieldListed(ctx context.Context, k KindNamespace, members map[types.UID]*graph.Object, yield func(sourceItem) bool) bool {
 	stopped := false
-	err := listFull(ctx, c.source, k.gvk, k.namespace, func(u *unstructured.Unstructured) bool {
+	err := listFull(ctx, c.source, k.GVK, k.Namespace, func(u *unstructured.Unstructured) bool {
 		o, ok := members[u.GetUID()]
 		if !ok {
 			return true
@@ -137,7 +139,7 @@ func (c *Copier) yieldListed(ctx context.Context, k kindNamespace, members map[t
 		// Read whatever the list did not deliver one by one; a
 		// source that is really unreachable fails there, per object.
 		log.FromContext(ctx).V(1).Info("listing the source failed, reading objects one by one",
-			"kind", graph.KindString(k.gvk.GroupKind()), "namespace", k.namespace, "error", err.Error())
+			"kind", graph.KindString(k.GVK.GroupKind()), "namespace", k.Namespace, "error", err.Error())
 	}
 	return true
 }

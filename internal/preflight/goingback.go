@@ -21,6 +21,7 @@ import (
 	"github.com/move-operator/move-operator/internal/convert"
 	"github.com/move-operator/move-operator/internal/graph"
 	"github.com/move-operator/move-operator/internal/listing"
+	"github.com/move-operator/move-operator/internal/move"
 )
 
 // What a move back into an older Cluster API may lose, and what it refuses.
@@ -106,15 +107,15 @@ func CheckGoingBack(ctx context.Context, source, target client.Reader, plan *gra
 		return out, err
 	}
 	for _, p := range places {
-		to := plan.TargetGVK(p.gvk).Version
-		prune := schemas.pruneAt(plan.TargetGVK(p.gvk))
+		to := plan.TargetGVK(p.GVK).Version
+		prune := schemas.pruneAt(plan.TargetGVK(p.GVK))
 		var opts []client.ListOption
-		if p.namespace != "" {
-			opts = append(opts, client.InNamespace(p.namespace))
+		if p.Namespace != "" {
+			opts = append(opts, client.InNamespace(p.Namespace))
 		}
 		r := listing.Request{List: source.List, PageSize: listPageSize, Options: opts, NewList: func() client.ObjectList {
 			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+			list.SetGroupVersionKind(p.GVK.GroupVersion().WithKind(p.GVK.Kind + "List"))
 			return list
 		}}
 		err := listing.Each(ctx, r, func(item client.Object) error {
@@ -123,7 +124,7 @@ func CheckGoingBack(ctx context.Context, source, target client.Reader, plan *gra
 			if !ok || !isUnstructured {
 				return nil
 			}
-			obj.SetGroupVersionKind(p.gvk)
+			obj.SetGroupVersionKind(p.GVK)
 			refused, dropped := lostGoingBack(ctx, o, obj, to, prune, carriesStatus)
 			if refused != nil {
 				out.Refused = append(out.Refused, *refused)
@@ -134,7 +135,7 @@ func CheckGoingBack(ctx context.Context, source, target client.Reader, plan *gra
 			return nil
 		})
 		if err != nil {
-			return out, fmt.Errorf("reading the %s objects of namespace %q to convert back to %s: %w", graph.KindString(p.gvk.GroupKind()), p.namespace, to, err)
+			return out, fmt.Errorf("reading the %s objects of namespace %q to convert back to %s: %w", graph.KindString(p.GVK.GroupKind()), p.Namespace, to, err)
 		}
 	}
 	byRef := func(a, b LostFields) int { return strings.Compare(a.Object.String(), b.Object.String()) }
@@ -143,30 +144,17 @@ func CheckGoingBack(ctx context.Context, source, target client.Reader, plan *gra
 	return out, nil
 }
 
-// place is a kind in a namespace ("" for cluster-scoped), listed at once.
-type place struct {
-	gvk       schema.GroupVersionKind
-	namespace string
-}
-
 // goingBackPlaces returns the plan's objects that go back to an older
 // version and are not in the target already, by where they are listed, and
 // those places in the plan's order.
-func goingBackPlaces(plan *graph.Plan) (map[place]map[types.UID]*graph.Object, []place) {
-	wanted := map[place]map[types.UID]*graph.Object{}
-	var places []place
+func goingBackPlaces(plan *graph.Plan) (map[move.KindNamespace]map[types.UID]*graph.Object, []move.KindNamespace) {
+	var going []*graph.Object
 	for _, o := range plan.Objects() {
-		if !goesBack(plan, o.GVK) || o.FoundInTarget {
-			continue
+		if goesBack(plan, o.GVK) && !o.FoundInTarget {
+			going = append(going, o)
 		}
-		p := place{o.GVK, o.Namespace}
-		if wanted[p] == nil {
-			wanted[p] = map[types.UID]*graph.Object{}
-			places = append(places, p)
-		}
-		wanted[p][o.UID] = o
 	}
-	return wanted, places
+	return move.ByKindNamespace(going)
 }
 
 // lostGoingBack sorts what one object loses going back to version: what
